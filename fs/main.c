@@ -1,0 +1,216 @@
+/* The cclfs command: options, configuration and state directory, the
+ * checks that must fail loudly before going to the background, the mount,
+ * and the FUSE loop. */
+#define FUSE_USE_VERSION 314
+
+#include "fs/ops.h"
+#include "lifecycle/config.h"
+#include "lifecycle/model.h"
+#include "lifecycle/statedir.h"
+
+#include <errno.h>
+#include <fuse.h>
+#include <fuse_lowlevel.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef CCLFS_VERSION
+#define CCLFS_VERSION "0.0.0"
+#endif
+
+struct cclfs_opts {
+	char *config;
+	char *statedir;
+	int help;
+	int version;
+};
+
+#define CCLFS_OPT(t, p)                                                        \
+	{                                                                      \
+		t, offsetof(struct cclfs_opts, p), 1                           \
+	}
+static const struct fuse_opt cclfs_optspec[] = {
+	CCLFS_OPT("config=%s", config),
+	CCLFS_OPT("statedir=%s", statedir),
+	CCLFS_OPT("-h", help),
+	CCLFS_OPT("--help", help),
+	CCLFS_OPT("-V", version),
+	CCLFS_OPT("--version", version),
+	FUSE_OPT_END,
+};
+
+static void cclfs_usage(const char *prog)
+{
+	printf("usage: %s MOUNTPOINT [-f] [-d] [-o OPTION[,OPTION...]]\n"
+	       "\n"
+	       "Mount cclfs: clusters of machines driven with file "
+	       "operations.\n"
+	       "Unmount with: fusermount3 -u MOUNTPOINT\n"
+	       "\n"
+	       "options:\n"
+	       "    -h, --help          print this help and exit\n"
+	       "    -V, --version       print the version and exit\n"
+	       "    -f                  stay in the foreground\n"
+	       "    -d                  debug: print every request (implies "
+	       "-f)\n"
+	       "    -s                  serve requests on one thread\n"
+	       "    -o config=FILE      configuration file (default: "
+	       "$CCLFS_CONFIG,\n"
+	       "                        ./cclfs.conf, "
+	       "~/.config/cclfs/cclfs.conf)\n"
+	       "    -o statedir=DIR     state directory (default: "
+	       "$XDG_STATE_HOME/cclfs,\n"
+	       "                        ~/.local/state/cclfs)\n"
+	       "    -o allow_other      let other users see the mount "
+	       "(FUSE option)\n"
+	       "\n"
+	       "See cclfs(1).\n",
+	       prog);
+}
+
+static int cclfs_check_mountpoint(const char *mp)
+{
+	struct stat st;
+
+	if (stat(mp, &st)) {
+		fprintf(stderr, "cclfs: mount point %s: %s\n", mp,
+			strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "cclfs: mount point %s is not a directory\n",
+			mp);
+		return -1;
+	}
+	return 0;
+}
+
+static int cclfs_check_device(void)
+{
+	if (access("/dev/fuse", R_OK | W_OK) == 0)
+		return 0;
+	if (errno == ENOENT)
+		fprintf(stderr,
+			"cclfs: /dev/fuse does not exist: load the fuse module "
+			"(modprobe fuse), or in a container pass the device "
+			"in (--device /dev/fuse)\n");
+	else
+		fprintf(stderr, "cclfs: /dev/fuse: %s\n", strerror(errno));
+	return -1;
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct cclfs_opts opts = {0};
+	struct fuse_cmdline_opts cmd = {0};
+	struct fuse_loop_config *loop = NULL;
+	struct model_options mo = {0};
+	struct config cfg = {0};
+	struct fsctx fs = {0};
+	struct fuse *fuse = NULL;
+	char statedir[4096], err[1024];
+	int lockfd = -1, rc = 1;
+
+	if (fuse_opt_parse(&args, &opts, cclfs_optspec, NULL) == -1)
+		return 1;
+	if (opts.help) {
+		cclfs_usage(argv[0]);
+		rc = 0;
+		goto out;
+	}
+	if (opts.version) {
+		printf("cclfs %s (libfuse %s)\n", CCLFS_VERSION,
+		       fuse_pkgversion());
+		rc = 0;
+		goto out;
+	}
+	if (fuse_parse_cmdline(&args, &cmd) != 0)
+		goto out;
+	if (!cmd.mountpoint) {
+		fprintf(stderr,
+			"cclfs: no mount point given\nusage: %s MOUNTPOINT "
+			"[-f] [-d] [-o config=FILE,statedir=DIR]\n",
+			argv[0]);
+		goto out;
+	}
+	if (cclfs_check_mountpoint(cmd.mountpoint) || cclfs_check_device())
+		goto out;
+	if (config_load(&cfg, opts.config, err, sizeof(err))) {
+		fprintf(stderr, "cclfs: %s\n", err);
+		goto out;
+	}
+	lockfd = statedir_open(opts.statedir, statedir, sizeof(statedir), err,
+			       sizeof(err));
+	if (lockfd < 0) {
+		fprintf(stderr, "cclfs: %s\n", err);
+		goto out;
+	}
+	mo.statedir = statedir;
+	mo.config = &cfg;
+	mo.verbose = cmd.foreground;
+	/* Open and load the state once before going to the background, so
+	 * that a bad state database is reported here; the connection is not
+	 * carried across the fork. */
+	fs.model = model_open(&mo, err, sizeof(err));
+	if (!fs.model) {
+		fprintf(stderr, "cclfs: %s\n", err);
+		goto out;
+	}
+	model_close(fs.model);
+	fs.model = NULL;
+
+	fs.uid = getuid();
+	fs.gid = getgid();
+	clock_gettime(CLOCK_REALTIME, &fs.mounted);
+	fuse_opt_add_arg(&args, "-odefault_permissions");
+	fuse_opt_add_arg(&args, "-ofsname=cclfs");
+	fuse_opt_add_arg(&args, "-osubtype=cclfs");
+	fuse = fuse_new(&args, &fsops, sizeof(fsops), &fs);
+	if (!fuse)
+		goto out;
+	if (fuse_mount(fuse, cmd.mountpoint) != 0)
+		goto out_destroy;
+	if (fuse_daemonize(cmd.foreground) != 0)
+		goto out_unmount;
+	if (fuse_set_signal_handlers(fuse_get_session(fuse)) != 0)
+		goto out_unmount;
+	statedir_set_pid(lockfd);
+	fs.model = model_open(&mo, err, sizeof(err));
+	if (!fs.model) {
+		fprintf(stderr, "cclfs: %s\n", err);
+		goto out_signals;
+	}
+	if (cmd.singlethread) {
+		rc = fuse_loop(fuse) ? 1 : 0;
+	} else {
+		loop = fuse_loop_cfg_create();
+		if (!loop)
+			goto out_signals;
+		fuse_loop_cfg_set_clone_fd(loop, (unsigned int)cmd.clone_fd);
+		fuse_loop_cfg_set_max_threads(loop, cmd.max_threads);
+		fuse_loop_cfg_set_idle_threads(loop, cmd.max_idle_threads);
+		rc = fuse_loop_mt(fuse, loop) ? 1 : 0;
+		fuse_loop_cfg_destroy(loop);
+	}
+out_signals:
+	fuse_remove_signal_handlers(fuse_get_session(fuse));
+out_unmount:
+	fuse_unmount(fuse);
+out_destroy:
+	fuse_destroy(fuse);
+out:
+	model_close(fs.model);
+	config_free(&cfg);
+	if (lockfd >= 0)
+		close(lockfd);
+	free(cmd.mountpoint);
+	free(opts.config);
+	free(opts.statedir);
+	fuse_opt_free_args(&args);
+	return rc;
+}

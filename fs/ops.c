@@ -1,0 +1,658 @@
+/* The filesystem operations: every FUSE callback of the tree, mapping
+ * paths to the model and enforcing how each kind of file behaves. */
+#define FUSE_USE_VERSION 314
+#include "fs/ops.h"
+
+#include "fs/inval.h"
+#include "fs/path.h"
+#include "fs/readme.h"
+#include "lifecycle/model.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Largest buffer one descriptor collects before a value is refused: a
+ * value plus generous surrounding whitespace. */
+#define FS_WRITE_MAX (CONTRACT_VALUE_MAX + 1024)
+
+/* One open file: what it names, the snapshot read from, and the bytes
+ * written through it so far (validated again as a whole at each write). */
+struct fshandle {
+	struct fspath path;
+	int flags;
+	char *snap;
+	size_t snaplen;
+	char *buf;
+	size_t len;
+};
+
+static struct fsctx *fs_ctx(void)
+{
+	return fuse_get_context()->private_data;
+}
+
+static void fs_time(struct timespec *ts, int64_t ns)
+{
+	ts->tv_sec = (time_t)(ns / 1000000000);
+	ts->tv_nsec = (long)(ns % 1000000000);
+}
+
+static void fs_fill(struct stat *st, mode_t mode, nlink_t nlink, size_t size,
+		    int64_t mtime_ns)
+{
+	struct fsctx *fs = fs_ctx();
+
+	memset(st, 0, sizeof(*st));
+	st->st_mode = mode;
+	st->st_nlink = nlink;
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_size = (off_t)size;
+	st->st_blksize = 4096;
+	st->st_blocks = (blkcnt_t)((size + 511) / 512);
+	fs_time(&st->st_mtim, mtime_ns);
+	st->st_atim = st->st_mtim;
+	st->st_ctim = st->st_mtim;
+}
+
+static int64_t fs_mounted_ns(void)
+{
+	struct timespec *t = &fs_ctx()->mounted;
+
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+static mode_t fs_file_mode(int field)
+{
+	return contract_field_at((size_t)field)->file == CONTRACT_FILE_GENERATED
+		       ? S_IFREG | 0444
+		       : S_IFREG | 0644;
+}
+
+static int fs_stat_path(const struct fspath *p, struct stat *st)
+{
+	struct model *m = fs_ctx()->model;
+	struct model_attr a;
+	int rc = 0;
+
+	switch (p->kind) {
+	case FSPATH_ROOT:
+		fs_fill(st, S_IFDIR | 0755, 5, 0, fs_mounted_ns());
+		break;
+	case FSPATH_README:
+		fs_fill(st, S_IFREG | 0444, 1, fsreadme_size, fs_mounted_ns());
+		break;
+	case FSPATH_CLUSTERS:
+	case FSPATH_CATALOG:
+		fs_fill(st, S_IFDIR | 0755, 2, 0, fs_mounted_ns());
+		break;
+	case FSPATH_CONTRACTS:
+		model_contracts_stat(m, &a);
+		fs_fill(st, S_IFDIR | 0755, 2, 0, a.mtime_ns);
+		break;
+	case FSPATH_CONTRACT:
+		rc = model_contract_stat(m, p->contract, &a);
+		if (rc == 0)
+			fs_fill(st, S_IFDIR | 0755, 2 + CONTRACT_DIR_COUNT - 1,
+				0, a.mtime_ns);
+		break;
+	case FSPATH_CONTRACT_DIR:
+		rc = model_contract_stat(m, p->contract, &a);
+		if (rc == 0)
+			fs_fill(st, S_IFDIR | 0755, 2, 0, a.mtime_ns);
+		break;
+	case FSPATH_CONTRACT_FILE:
+		rc = model_file_stat(m, p->contract, p->field, &a);
+		if (rc == 0)
+			fs_fill(st, fs_file_mode(p->field), 1, a.size,
+				a.mtime_ns);
+		break;
+	}
+	return rc;
+}
+
+static int fs_getattr(const char *path, struct stat *st,
+		      struct fuse_file_info *fi)
+{
+	struct fspath p;
+	int rc;
+
+	if (fi && fi->fh)
+		return fs_stat_path(&((struct fshandle *)fi->fh)->path, st);
+	rc = fspath_parse(path, &p);
+	return rc ? rc : fs_stat_path(&p, st);
+}
+
+struct fs_lister {
+	void *buf;
+	fuse_fill_dir_t fill;
+};
+
+static int fs_list_contract(void *ctx, const char *name,
+			    const struct model_attr *a)
+{
+	struct fs_lister *l = ctx;
+	struct stat st;
+
+	fs_fill(&st, S_IFDIR | 0755, 2 + CONTRACT_DIR_COUNT - 1, 0,
+		a->mtime_ns);
+	return l->fill(l->buf, name, &st, 0, FUSE_FILL_DIR_PLUS);
+}
+
+static int fs_list_entry(void *buf, fuse_fill_dir_t fill,
+			 const struct fspath *p, const char *name)
+{
+	struct stat st;
+
+	if (fs_stat_path(p, &st))
+		return 0; /* vanished meanwhile: leave it out */
+	return fill(buf, name, &st, 0, FUSE_FILL_DIR_PLUS);
+}
+
+static void fs_list_contract_dir(void *buf, fuse_fill_dir_t fill,
+				 const struct fspath *dirp)
+{
+	enum contract_dir dir =
+		dirp->kind == FSPATH_CONTRACT ? CONTRACT_DIR_TOP : dirp->dir;
+	struct fspath p = *dirp;
+
+	for (size_t f = 0; f < contract_field_count(); f++) {
+		const struct contract_field *field = contract_field_at(f);
+
+		if (field->dir != dir)
+			continue;
+		p.kind = FSPATH_CONTRACT_FILE;
+		p.field = (int)f;
+		if (fs_list_entry(buf, fill, &p, field->name))
+			return;
+	}
+	if (dir != CONTRACT_DIR_TOP)
+		return;
+	for (int d = CONTRACT_DIR_TOP + 1; d < CONTRACT_DIR_COUNT; d++) {
+		p.kind = FSPATH_CONTRACT_DIR;
+		p.dir = (enum contract_dir)d;
+		if (fs_list_entry(buf, fill, &p,
+				  contract_dir_name((enum contract_dir)d)))
+			return;
+	}
+}
+
+static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
+		      off_t off, struct fuse_file_info *fi,
+		      enum fuse_readdir_flags flags)
+{
+	static const struct {
+		const char *name;
+		enum fspath_kind kind;
+	} root[] = {{"README", FSPATH_README},
+		    {"contracts", FSPATH_CONTRACTS},
+		    {"clusters", FSPATH_CLUSTERS},
+		    {"catalog", FSPATH_CATALOG}};
+	struct fs_lister l = {buf, fill};
+	struct fspath p, q;
+	struct stat st;
+	int rc = fspath_parse(path, &p);
+
+	(void)off;
+	(void)fi;
+	(void)flags;
+	if (rc == 0)
+		rc = fs_stat_path(&p, &st);
+	if (rc)
+		return rc;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	fill(buf, ".", NULL, 0, 0);
+	fill(buf, "..", NULL, 0, 0);
+	switch (p.kind) {
+	case FSPATH_ROOT:
+		for (size_t i = 0; i < sizeof(root) / sizeof(root[0]); i++) {
+			memset(&q, 0, sizeof(q));
+			q.kind = root[i].kind;
+			if (fs_list_entry(buf, fill, &q, root[i].name))
+				break;
+		}
+		break;
+	case FSPATH_CONTRACTS:
+		model_contracts_list(fs_ctx()->model, fs_list_contract, &l);
+		break;
+	case FSPATH_CONTRACT:
+	case FSPATH_CONTRACT_DIR:
+		fs_list_contract_dir(buf, fill, &p);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static int fs_mkdir(const char *path, mode_t mode)
+{
+	struct fspath parent;
+	const char *leaf;
+	int rc = fspath_parse_parent(path, &parent, &leaf);
+
+	(void)mode;
+	if (rc)
+		return rc;
+	switch (parent.kind) {
+	case FSPATH_CONTRACTS:
+		return model_contract_create(fs_ctx()->model, leaf);
+	case FSPATH_CONTRACT:
+		return model_contract_refuse(fs_ctx()->model, parent.contract,
+					     leaf, EACCES,
+					     "a contract holds a fixed set of "
+					     "files and folders; nothing can "
+					     "be created in it");
+	case FSPATH_CONTRACT_DIR:
+		return model_contract_refuse(fs_ctx()->model, parent.contract,
+					     contract_dir_name(parent.dir),
+					     EACCES,
+					     "this folder holds a fixed set of "
+					     "files; nothing can be created "
+					     "in it");
+	default:
+		/* The root, clusters/ (made by deploy), catalog/; file
+		 * managers' trash folders at the root end here too. */
+		return -EACCES;
+	}
+}
+
+static int fs_rmdir(const char *path)
+{
+	struct fspath p;
+	int rc = fspath_parse(path, &p);
+
+	if (rc)
+		return rc;
+	switch (p.kind) {
+	case FSPATH_CONTRACT:
+		return model_contract_remove(fs_ctx()->model, p.contract);
+	case FSPATH_CONTRACT_DIR:
+		return model_dir_reset(fs_ctx()->model, p.contract, (int)p.dir);
+	case FSPATH_CONTRACT_FILE:
+		return -ENOTDIR;
+	default:
+		return -EACCES;
+	}
+}
+
+static int fs_unlink(const char *path)
+{
+	struct fspath p;
+	int rc = fspath_parse(path, &p);
+
+	if (rc)
+		return rc;
+	if (p.kind == FSPATH_CONTRACT_FILE)
+		return model_file_reset(fs_ctx()->model, p.contract, p.field);
+	if (p.kind == FSPATH_README)
+		return -EACCES;
+	return -EISDIR;
+}
+
+/* Refuse to create `path` (touch, echo >, cp, mknod, ln -s of a new name). */
+static int fs_refuse_new(const char *path)
+{
+	struct fspath parent;
+	const char *leaf;
+	char rel[256];
+
+	if (fspath_parse_parent(path, &parent, &leaf))
+		return -ENOENT;
+	if (parent.kind == FSPATH_CONTRACT) {
+		return model_contract_refuse(
+			fs_ctx()->model, parent.contract, leaf, EACCES,
+			"a contract holds a fixed set of files; this one is "
+			"not among them (see cclfs(1))");
+	}
+	if (parent.kind == FSPATH_CONTRACT_DIR) {
+		snprintf(rel, sizeof(rel), "%s/%s",
+			 contract_dir_name(parent.dir), leaf);
+		return model_contract_refuse(
+			fs_ctx()->model, parent.contract, rel, EACCES,
+			"this folder holds a fixed set of files; this one is "
+			"not among them (see cclfs(1))");
+	}
+	return -EACCES;
+}
+
+static int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	(void)mode;
+	(void)fi;
+	return fs_refuse_new(path);
+}
+
+static int fs_mknod(const char *path, mode_t mode, dev_t dev)
+{
+	(void)mode;
+	(void)dev;
+	return fs_refuse_new(path);
+}
+
+static int fs_symlink(const char *target, const char *path)
+{
+	(void)target;
+	return fs_refuse_new(path);
+}
+
+static int fs_link(const char *from, const char *to)
+{
+	(void)from;
+	return fs_refuse_new(to);
+}
+
+static int fs_rename(const char *from, const char *to, unsigned int flags)
+{
+	struct fspath p;
+
+	(void)to;
+	(void)flags;
+	if (fspath_parse(from, &p) == 0 && p.kind >= FSPATH_CONTRACT &&
+	    p.kind <= FSPATH_CONTRACT_FILE)
+		return model_contract_refuse(
+			fs_ctx()->model, p.contract,
+			p.kind == FSPATH_CONTRACT_FILE
+				? contract_field_at((size_t)p.field)->path
+			: p.kind == FSPATH_CONTRACT_DIR
+				? contract_dir_name(p.dir)
+				: ".",
+			EPERM,
+			"nothing in cclfs can be renamed; copy the values "
+			"into a new contract instead");
+	return -EPERM;
+}
+
+static int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	(void)path;
+	(void)mode;
+	(void)fi;
+	return -EPERM;
+}
+
+static int fs_chown(const char *path, uid_t uid, gid_t gid,
+		    struct fuse_file_info *fi)
+{
+	(void)path;
+	(void)uid;
+	(void)gid;
+	(void)fi;
+	return -EPERM;
+}
+
+static bool fs_writable(const struct fspath *p)
+{
+	return p->kind == FSPATH_CONTRACT_FILE &&
+	       contract_field_at((size_t)p->field)->file !=
+		       CONTRACT_FILE_GENERATED;
+}
+
+static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+	struct fspath p;
+	int rc;
+
+	(void)size;
+	if (fi && fi->fh) {
+		p = ((struct fshandle *)fi->fh)->path;
+	} else {
+		rc = fspath_parse(path, &p);
+		if (rc)
+			return rc;
+	}
+	/* O_TRUNC and truncate are no-ops on value files, so that a write
+	 * that is then refused never leaves the old value erased. */
+	return fs_writable(&p) ? 0 : -EACCES;
+}
+
+static int fs_utimens(const char *path, const struct timespec tv[2],
+		      struct fuse_file_info *fi)
+{
+	struct fspath p;
+	int rc;
+
+	if (fi && fi->fh) {
+		p = ((struct fshandle *)fi->fh)->path;
+	} else {
+		rc = fspath_parse(path, &p);
+		if (rc)
+			return rc;
+	}
+	if (p.kind == FSPATH_README ||
+	    (p.kind == FSPATH_CONTRACT_FILE && !fs_writable(&p)))
+		return -EACCES;
+	if (p.kind != FSPATH_CONTRACT_FILE)
+		return 0;
+	/* Only a plain touch (both times now) fires a trigger; touch -d,
+	 * touch -m and cp -p restore times and do not. */
+	if (tv[0].tv_nsec == UTIME_NOW && tv[1].tv_nsec == UTIME_NOW)
+		return model_file_touch(fs_ctx()->model, p.contract, p.field);
+	return 0;
+}
+
+static void fs_handle_free(struct fshandle *h)
+{
+	if (!h)
+		return;
+	free(h->snap);
+	free(h->buf);
+	free(h);
+}
+
+static int fs_snapshot(struct fshandle *h)
+{
+	char *snap = NULL;
+	size_t len = 0;
+	int rc = 0;
+
+	if (h->path.kind == FSPATH_README) {
+		snap = malloc(fsreadme_size + 1);
+		if (!snap)
+			return -ENOMEM;
+		memcpy(snap, fsreadme_text, fsreadme_size + 1);
+		len = fsreadme_size;
+	} else {
+		rc = model_file_read(fs_ctx()->model, h->path.contract,
+				     h->path.field, &snap, &len);
+		if (rc)
+			return rc;
+	}
+	free(h->snap);
+	h->snap = snap;
+	h->snaplen = len;
+	return 0;
+}
+
+static int fs_open(const char *path, struct fuse_file_info *fi)
+{
+	int acc = fi->flags & O_ACCMODE;
+	struct fshandle *h;
+	struct fspath p;
+	int rc = fspath_parse(path, &p);
+
+	if (rc)
+		return rc;
+	if (p.kind != FSPATH_README && p.kind != FSPATH_CONTRACT_FILE)
+		return -EISDIR;
+	if (acc != O_RDONLY && !fs_writable(&p)) {
+		/* The kernel checks modes, but root passes that check. */
+		if (p.kind == FSPATH_CONTRACT_FILE)
+			return model_file_refuse(fs_ctx()->model, p.contract,
+						 p.field, EACCES,
+						 "this file is read-only; "
+						 "cclfs writes it");
+		return -EACCES;
+	}
+	if (p.kind == FSPATH_CONTRACT_FILE) {
+		struct model_attr a;
+
+		rc = model_file_stat(fs_ctx()->model, p.contract, p.field, &a);
+		if (rc)
+			return rc;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->path = p;
+	h->flags = fi->flags;
+	if (acc != O_WRONLY) {
+		rc = fs_snapshot(h);
+		if (rc) {
+			fs_handle_free(h);
+			return rc;
+		}
+	}
+	/* Every read goes to the snapshot, so the size the kernel caches
+	 * never cuts a value short. */
+	fi->direct_io = 1;
+	fi->keep_cache = 0;
+	fi->fh = (uint64_t)(uintptr_t)h;
+	return 0;
+}
+
+static int fs_read(const char *path, char *buf, size_t size, off_t off,
+		   struct fuse_file_info *fi)
+{
+	struct fshandle *h = (struct fshandle *)(uintptr_t)fi->fh;
+	size_t n;
+
+	(void)path;
+	if (off < 0)
+		return -EINVAL;
+	if (!h->snap || (size_t)off >= h->snaplen)
+		return 0;
+	n = h->snaplen - (size_t)off;
+	if (n > size)
+		n = size;
+	memcpy(buf, h->snap + off, n);
+	return (int)n;
+}
+
+static int fs_write(const char *path, const char *data, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct fshandle *h = (struct fshandle *)(uintptr_t)fi->fh;
+	struct model *m = fs_ctx()->model;
+	const struct contract_field *f;
+	char *grown;
+	size_t old;
+	int rc;
+
+	(void)path;
+	(void)off; /* offsets are ignored: a value is replaced, not edited */
+	if (!fs_writable(&h->path))
+		return -EACCES;
+	f = contract_field_at((size_t)h->path.field);
+	if (f->file == CONTRACT_FILE_TRIGGER) {
+		rc = model_file_write(m, h->path.contract, h->path.field, data,
+				      size);
+		return rc ? rc : (int)size;
+	}
+	if (h->len + size > FS_WRITE_MAX)
+		return model_file_refuse(m, h->path.contract, h->path.field,
+					 EFBIG,
+					 "the value written is longer than "
+					 "4096 bytes");
+	grown = realloc(h->buf, h->len + size + 1);
+	if (!grown)
+		return -ENOMEM;
+	h->buf = grown;
+	old = h->len;
+	memcpy(h->buf + old, data, size);
+	h->len += size;
+	rc = model_file_write(m, h->path.contract, h->path.field, h->buf,
+			      h->len);
+	if (rc) {
+		h->len = old; /* the refused bytes are not kept */
+		return rc;
+	}
+	if ((h->flags & O_ACCMODE) == O_RDWR)
+		fs_snapshot(h);
+	return (int)size;
+}
+
+static int fs_flush(const char *path, struct fuse_file_info *fi)
+{
+	(void)path;
+	(void)fi;
+	return 0;
+}
+
+static int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+{
+	/* Values are durable when write() returns. */
+	(void)path;
+	(void)datasync;
+	(void)fi;
+	return 0;
+}
+
+static int fs_release(const char *path, struct fuse_file_info *fi)
+{
+	(void)path;
+	fs_handle_free((struct fshandle *)(uintptr_t)fi->fh);
+	return 0;
+}
+
+static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+	struct fsctx *fs = fs_ctx();
+
+	(void)conn;
+	cfg->use_ino = 0;
+	/* Unlink (rm resets a value) must never turn into a rename to a
+	 * .fuse_hidden file, which cclfs refuses. */
+	cfg->hard_remove = 1;
+	cfg->entry_timeout = 1.0;
+	cfg->attr_timeout = 1.0;
+	cfg->negative_timeout = 0;
+	fs->inval = inval_start(fuse_get_context()->fuse);
+	model_set_changed(fs->model, inval_push, fs->inval);
+	return fs;
+}
+
+static void fs_destroy(void *data)
+{
+	struct fsctx *fs = data;
+
+	if (fs->model)
+		model_set_changed(fs->model, NULL, NULL);
+	inval_stop(fs->inval);
+	fs->inval = NULL;
+}
+
+/*
+ * getxattr/listxattr are left out on purpose: the kernel then answers
+ * "not supported" itself after the first request, instead of asking for
+ * security.selinux and posix ACLs on every entry of every `ls -l`.
+ */
+const struct fuse_operations fsops = {
+	.getattr = fs_getattr,
+	.readdir = fs_readdir,
+	.mkdir = fs_mkdir,
+	.rmdir = fs_rmdir,
+	.unlink = fs_unlink,
+	.create = fs_create,
+	.mknod = fs_mknod,
+	.symlink = fs_symlink,
+	.link = fs_link,
+	.rename = fs_rename,
+	.chmod = fs_chmod,
+	.chown = fs_chown,
+	.truncate = fs_truncate,
+	.utimens = fs_utimens,
+	.open = fs_open,
+	.read = fs_read,
+	.write = fs_write,
+	.flush = fs_flush,
+	.fsync = fs_fsync,
+	.release = fs_release,
+	.init = fs_init,
+	.destroy = fs_destroy,
+};

@@ -1,0 +1,22 @@
+/* The filesystem operations: every FUSE callback of the tree, mapping
+ * paths to the model and enforcing how each kind of file behaves. */
+#ifndef CCLFS_FS_OPS_H
+#define CCLFS_FS_OPS_H
+
+#include <sys/types.h>
+#include <time.h>
+
+struct model;
+struct fuse_operations;
+
+struct fsctx {
+	struct model *model;
+	struct inval *inval;
+	uid_t uid;
+	gid_t gid;
+	struct timespec mounted;
+};
+
+extern const struct fuse_operations fsops;
+
+#endif

@@ -1,0 +1,100 @@
+/* Paths of the mounted tree: what a path names (root, README, contracts/,
+ * a contract, one of its folders or files, clusters/, catalog/), from its
+ * shape alone; whether a named contract exists is the model's business. */
+#include "fs/path.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#define FSPATH_PARTS 4
+
+/* Split path into at most FSPATH_PARTS components (copied into buf). */
+static int fspath_split(const char *path, char *buf, size_t buflen, char **part)
+{
+	int n = 0;
+	char *save = NULL, *tok;
+
+	if (snprintf(buf, buflen, "%s", path) >= (int)buflen)
+		return -ENOENT;
+	for (tok = strtok_r(buf, "/", &save); tok;
+	     tok = strtok_r(NULL, "/", &save)) {
+		if (n == FSPATH_PARTS)
+			return -ENOENT;
+		part[n++] = tok;
+	}
+	return n;
+}
+
+int fspath_parse(const char *path, struct fspath *out)
+{
+	char buf[512];
+	char *part[FSPATH_PARTS];
+	int n = fspath_split(path, buf, sizeof(buf), part);
+	int d, f;
+
+	memset(out, 0, sizeof(*out));
+	if (n < 0)
+		return n;
+	if (n == 0) {
+		out->kind = FSPATH_ROOT;
+		return 0;
+	}
+	if (n == 1) {
+		if (strcmp(part[0], "README") == 0)
+			out->kind = FSPATH_README;
+		else if (strcmp(part[0], "contracts") == 0)
+			out->kind = FSPATH_CONTRACTS;
+		else if (strcmp(part[0], "clusters") == 0)
+			out->kind = FSPATH_CLUSTERS;
+		else if (strcmp(part[0], "catalog") == 0)
+			out->kind = FSPATH_CATALOG;
+		else
+			return -ENOENT;
+		return 0;
+	}
+	if (strcmp(part[0], "contracts") != 0 ||
+	    strlen(part[1]) > CONTRACT_NAME_MAX)
+		return -ENOENT;
+	snprintf(out->contract, sizeof(out->contract), "%s", part[1]);
+	if (n == 2) {
+		out->kind = FSPATH_CONTRACT;
+		return 0;
+	}
+	d = contract_dir_find(part[2]);
+	if (n == 3) {
+		if (d >= 0) {
+			out->kind = FSPATH_CONTRACT_DIR;
+			out->dir = (enum contract_dir)d;
+			return 0;
+		}
+		f = contract_field_find(CONTRACT_DIR_TOP, part[2]);
+	} else {
+		if (d < 0)
+			return -ENOENT;
+		f = contract_field_find((enum contract_dir)d, part[3]);
+	}
+	if (f < 0)
+		return -ENOENT;
+	out->kind = FSPATH_CONTRACT_FILE;
+	out->field = f;
+	return 0;
+}
+
+int fspath_parse_parent(const char *path, struct fspath *parent,
+			const char **leaf)
+{
+	char buf[512];
+	const char *slash = strrchr(path, '/');
+	size_t n;
+
+	if (!slash || !slash[1])
+		return -ENOENT;
+	n = (size_t)(slash - path);
+	if (n >= sizeof(buf))
+		return -ENOENT;
+	memcpy(buf, path, n);
+	buf[n] = '\0';
+	*leaf = slash + 1;
+	return fspath_parse(n ? buf : "/", parent);
+}

@@ -1,0 +1,37 @@
+/* Paths of the mounted tree: what a path names (root, README, contracts/,
+ * a contract, one of its folders or files, clusters/, catalog/), from its
+ * shape alone; whether a named contract exists is the model's business. */
+#ifndef CCLFS_FS_PATH_H
+#define CCLFS_FS_PATH_H
+
+#include "lifecycle/contract.h"
+
+enum fspath_kind {
+	FSPATH_ROOT,
+	FSPATH_README,
+	FSPATH_CONTRACTS,
+	FSPATH_CONTRACT,      /* contracts/NAME */
+	FSPATH_CONTRACT_DIR,  /* contracts/NAME/{manager,worker,config,clusters}
+			       */
+	FSPATH_CONTRACT_FILE, /* a file of the contract schema */
+	FSPATH_CLUSTERS,
+	FSPATH_CATALOG,
+};
+
+struct fspath {
+	enum fspath_kind kind;
+	char contract[CONTRACT_NAME_MAX + 1];
+	enum contract_dir dir; /* FSPATH_CONTRACT_DIR */
+	int field;	       /* FSPATH_CONTRACT_FILE */
+};
+
+/* Parse an absolute path of the mount. Returns 0, or -ENOENT when no
+ * entry of the tree can have this path. */
+int fspath_parse(const char *path, struct fspath *out);
+
+/* Split "/a/b/leaf" into a parsed parent and the leaf name. Returns 0, or
+ * -ENOENT when the parent cannot exist. */
+int fspath_parse_parent(const char *path, struct fspath *parent,
+			const char **leaf);
+
+#endif

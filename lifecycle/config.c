@@ -1,0 +1,240 @@
+/* cclfs.conf: where it is found, its parsing (libinih, TOML-style
+ * `[section]` / `key = "value"`), and the defaults it gives to contracts. */
+#include "lifecycle/config.h"
+
+#include "lifecycle/contract.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Sections cclfs knows. [defaults] takes the contract config/ keys; the
+ * provider sections are read by their providers. */
+static const char *const config_sections[] = {"defaults", "local", "hosts",
+					      "ec2",	  "gcp",   NULL};
+
+struct config_parse {
+	struct config *cfg;
+	char *err;
+	size_t errlen;
+	int failed;
+};
+
+/* Strip one pair of TOML quotes: "..." (with \" and \\) or '...'. */
+static int config_unquote(const char *in, char *out, size_t outlen)
+{
+	size_t n = strlen(in), o = 0;
+
+	if (n >= 2 && in[0] == '\'' && in[n - 1] == '\'') {
+		if (n - 2 >= outlen)
+			return -1;
+		memcpy(out, in + 1, n - 2);
+		out[n - 2] = '\0';
+		return 0;
+	}
+	if (n >= 2 && in[0] == '"' && in[n - 1] == '"') {
+		for (size_t i = 1; i + 1 < n; i++) {
+			char c = in[i];
+
+			if (c == '\\' && i + 2 < n) {
+				c = in[++i];
+				c = c == 'n' ? '\n' : c == 't' ? '\t' : c;
+			} else if (c == '"') {
+				return -1;
+			}
+			if (o + 1 >= outlen)
+				return -1;
+			out[o++] = c;
+		}
+		out[o] = '\0';
+		return 0;
+	}
+	if (n >= outlen)
+		return -1;
+	memcpy(out, in, n + 1);
+	return 0;
+}
+
+static int config_handler(void *user, const char *section, const char *key,
+			  const char *raw)
+{
+	struct config_parse *p = user;
+	struct config *cfg = p->cfg;
+	char value[CONTRACT_VALUE_MAX + 1], norm[CONTRACT_VALUE_MAX + 1];
+	char why[512];
+	const char *const *s;
+	struct config_entry *e;
+
+	if (p->failed)
+		return 0;
+	for (s = config_sections; *s && strcmp(*s, section) != 0; s++)
+		;
+	if (!*s) {
+		snprintf(p->err, p->errlen,
+			 "%s: unknown section [%s]; cclfs knows [defaults], "
+			 "[local], [hosts], [ec2] and [gcp]",
+			 cfg->path, section);
+		goto fail;
+	}
+	if (config_unquote(raw, value, sizeof(value))) {
+		snprintf(p->err, p->errlen,
+			 "%s: [%s] %s: the value is badly quoted or longer "
+			 "than %d bytes",
+			 cfg->path, section, key, CONTRACT_VALUE_MAX);
+		goto fail;
+	}
+	if (strcmp(section, "defaults") == 0) {
+		int f = contract_field_find(CONTRACT_DIR_CONFIG, key);
+		int rc;
+
+		if (f < 0) {
+			snprintf(p->err, p->errlen,
+				 "%s: [defaults] has no key \"%s\"; it takes "
+				 "the names of a contract's config/ files",
+				 cfg->path, key);
+			goto fail;
+		}
+		rc = contract_normalise(contract_field_at((size_t)f), value,
+					strlen(value), norm, sizeof(norm), why,
+					sizeof(why));
+		if (rc) {
+			snprintf(p->err, p->errlen, "%s: [defaults] %s: %s",
+				 cfg->path, key, why);
+			goto fail;
+		}
+		memcpy(value, norm, strlen(norm) + 1);
+	}
+	if (config_get(cfg, section, key)) {
+		snprintf(p->err, p->errlen, "%s: [%s] sets %s twice", cfg->path,
+			 section, key);
+		goto fail;
+	}
+	e = realloc(cfg->entries, (cfg->count + 1) * sizeof(*e));
+	if (!e) {
+		snprintf(p->err, p->errlen, "%s: out of memory", cfg->path);
+		goto fail;
+	}
+	cfg->entries = e;
+	e = &cfg->entries[cfg->count];
+	e->section = strdup(section);
+	e->key = strdup(key);
+	e->value = strdup(value);
+	if (!e->section || !e->key || !e->value) {
+		free(e->section);
+		free(e->key);
+		free(e->value);
+		snprintf(p->err, p->errlen, "%s: out of memory", cfg->path);
+		goto fail;
+	}
+	cfg->count++;
+	return 1;
+fail:
+	p->failed = 1;
+	return 0;
+}
+
+/* The file to read, or "" when none is named and none exists. */
+static int config_find(struct config *cfg, const char *explicit_path,
+		       int *required)
+{
+	const char *env = getenv("CCLFS_CONFIG"), *home = getenv("HOME");
+	char cwd[PATH_MAX];
+
+	*required = 1;
+	if (explicit_path && *explicit_path)
+		return snprintf(cfg->path, sizeof(cfg->path), "%s",
+				explicit_path) >= (int)sizeof(cfg->path);
+	if (env && *env)
+		return snprintf(cfg->path, sizeof(cfg->path), "%s", env) >=
+		       (int)sizeof(cfg->path);
+	*required = 0;
+	if (access("cclfs.conf", F_OK) == 0 && getcwd(cwd, sizeof(cwd))) {
+		*required = 1;
+		return snprintf(cfg->path, sizeof(cfg->path), "%s/cclfs.conf",
+				cwd) >= (int)sizeof(cfg->path);
+	}
+	if (home && *home) {
+		snprintf(cfg->path, sizeof(cfg->path),
+			 "%s/.config/cclfs/cclfs.conf", home);
+		if (access(cfg->path, F_OK) == 0) {
+			*required = 1;
+			return 0;
+		}
+	}
+	cfg->path[0] = '\0';
+	return 0;
+}
+
+int config_load(struct config *cfg, const char *explicit_path, char *err,
+		size_t errlen)
+{
+	struct config_parse p = {cfg, err, errlen, 0};
+	int required, line;
+	FILE *f;
+
+	memset(cfg, 0, sizeof(*cfg));
+	if (config_find(cfg, explicit_path, &required)) {
+		snprintf(err, errlen, "configuration file name is too long");
+		return -1;
+	}
+	if (!cfg->path[0])
+		return 0;
+	f = fopen(cfg->path, "re");
+	if (!f) {
+		snprintf(err, errlen, "cannot read configuration file %s: %s",
+			 cfg->path, strerror(errno));
+		return -1;
+	}
+	line = ini_parse_file(f, config_handler, &p);
+	if (line == 0 && ferror(f)) {
+		snprintf(err, errlen, "cannot read configuration file %s: %s",
+			 cfg->path, strerror(errno));
+		line = -1;
+	}
+	fclose(f);
+	if (line != 0) {
+		if (p.failed) {
+			/* Add the line number to the handler's message. */
+			char msg[1024];
+			size_t n = strlen(cfg->path);
+
+			snprintf(msg, sizeof(msg), "%s", err);
+			if (strncmp(msg, cfg->path, n) == 0)
+				snprintf(err, errlen, "%s:%d%s", cfg->path,
+					 line, msg + n);
+		} else if (line > 0) {
+			snprintf(err, errlen,
+				 "%s:%d: not a [section] or key = \"value\" "
+				 "line",
+				 cfg->path, line);
+		}
+		config_free(cfg);
+		return -1;
+	}
+	return 0;
+}
+
+void config_free(struct config *cfg)
+{
+	for (size_t i = 0; i < cfg->count; i++) {
+		free(cfg->entries[i].section);
+		free(cfg->entries[i].key);
+		free(cfg->entries[i].value);
+	}
+	free(cfg->entries);
+	cfg->entries = NULL;
+	cfg->count = 0;
+}
+
+const char *config_get(const struct config *cfg, const char *section,
+		       const char *key)
+{
+	for (size_t i = 0; i < cfg->count; i++)
+		if (strcmp(cfg->entries[i].section, section) == 0 &&
+		    strcmp(cfg->entries[i].key, key) == 0)
+			return cfg->entries[i].value;
+	return NULL;
+}

@@ -1,0 +1,408 @@
+/* The contract schema: every file a contract directory holds (values,
+ * triggers, generated files), where it sits, its default, and the
+ * validation and normal form of the values written to it. */
+#include "lifecycle/contract.h"
+
+#include "resolver/assumption.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+enum contract_type {
+	TYPE_NONE,
+	TYPE_CLUSTER_TYPE,
+	TYPE_POSITIVE,
+	TYPE_ASSUMPTION,
+	TYPE_USER,
+	TYPE_LINE,
+	TYPE_WORD,
+	TYPE_BOOL,
+	TYPE_THREADLEVEL,
+	TYPE_POLICY,
+};
+
+/* Largest node_count / node_process_count accepted. */
+#define CONTRACT_POSITIVE_MAX 100000
+
+static const char *const contract_dir_names[CONTRACT_DIR_COUNT] = {
+	"", "manager", "worker", "config", "clusters"};
+
+/* The configuration parameters of config/, with their validators. */
+static const struct {
+	const char *name;
+	enum contract_type type;
+} contract_config[] = {
+	{"user", TYPE_USER},
+	{"sshflags", TYPE_LINE},
+	{"tunneled", TYPE_BOOL},
+	{"exename", TYPE_LINE},
+	{"exeflags", TYPE_LINE},
+	{"directory", TYPE_LINE},
+	{"threadlevel", TYPE_THREADLEVEL},
+	{"mpiflags", TYPE_LINE},
+	{"imageid", TYPE_WORD},
+	{"subnet_id", TYPE_WORD},
+	{"placement_group", TYPE_WORD},
+	{"security_group_id", TYPE_WORD},
+	{"resolve_policy", TYPE_POLICY},
+	{"keyfile", TYPE_LINE},
+};
+#define CONTRACT_CONFIG_COUNT                                                  \
+	(sizeof(contract_config) / sizeof(contract_config[0]))
+
+/* 3 + 18 + 2 triggers + 3 generated at the top, 18 per role, the config. */
+#define CONTRACT_FIELDS_MAX 96
+
+static struct contract_field contract_fields[CONTRACT_FIELDS_MAX];
+static char contract_paths[CONTRACT_FIELDS_MAX][64];
+static size_t contract_nfields;
+static pthread_once_t contract_once = PTHREAD_ONCE_INIT;
+
+static void contract_add(enum contract_dir dir, const char *name,
+			 enum contract_file file, enum contract_role role,
+			 enum contract_type type, int assumption,
+			 const char *def)
+{
+	size_t i = contract_nfields++;
+	struct contract_field *f = &contract_fields[i];
+
+	if (dir == CONTRACT_DIR_TOP)
+		snprintf(contract_paths[i], sizeof(contract_paths[i]), "%s",
+			 name);
+	else
+		snprintf(contract_paths[i], sizeof(contract_paths[i]), "%s/%s",
+			 contract_dir_names[dir], name);
+	*f = (struct contract_field){
+		.dir = dir,
+		.name = name,
+		.path = contract_paths[i],
+		.file = file,
+		.role = role,
+		.type = type,
+		.assumption = assumption,
+		.def = def,
+	};
+}
+
+static void contract_add_assumptions(enum contract_dir dir)
+{
+	for (size_t i = 0; i < assumption_field_count; i++)
+		contract_add(dir, assumption_fields[i].name,
+			     CONTRACT_FILE_VALUE, CONTRACT_ROLE_ASSUMPTION,
+			     TYPE_ASSUMPTION, (int)i, "");
+}
+
+static void contract_build(void)
+{
+	contract_add(CONTRACT_DIR_TOP, "cluster_type", CONTRACT_FILE_VALUE,
+		     CONTRACT_ROLE_CLUSTER_TYPE, TYPE_CLUSTER_TYPE, -1,
+		     "PeerWorkers");
+	contract_add(CONTRACT_DIR_TOP, "node_count", CONTRACT_FILE_VALUE,
+		     CONTRACT_ROLE_PLAIN, TYPE_POSITIVE, -1, "1");
+	contract_add(CONTRACT_DIR_TOP, "node_process_count",
+		     CONTRACT_FILE_VALUE, CONTRACT_ROLE_PLAIN, TYPE_POSITIVE,
+		     -1, "1");
+	contract_add_assumptions(CONTRACT_DIR_TOP);
+	contract_add(CONTRACT_DIR_TOP, "resolve", CONTRACT_FILE_TRIGGER,
+		     CONTRACT_ROLE_RESOLVE, TYPE_NONE, -1, "");
+	contract_add(CONTRACT_DIR_TOP, "resolution", CONTRACT_FILE_GENERATED,
+		     CONTRACT_ROLE_RESOLUTION, TYPE_NONE, -1, "");
+	contract_add(CONTRACT_DIR_TOP, "candidates", CONTRACT_FILE_GENERATED,
+		     CONTRACT_ROLE_CANDIDATES, TYPE_NONE, -1, "");
+	contract_add(CONTRACT_DIR_TOP, "deploy", CONTRACT_FILE_TRIGGER,
+		     CONTRACT_ROLE_DEPLOY, TYPE_NONE, -1, "");
+	contract_add(CONTRACT_DIR_TOP, "error", CONTRACT_FILE_GENERATED,
+		     CONTRACT_ROLE_ERROR, TYPE_NONE, -1, "");
+	contract_add_assumptions(CONTRACT_DIR_MANAGER);
+	contract_add_assumptions(CONTRACT_DIR_WORKER);
+	for (size_t i = 0; i < CONTRACT_CONFIG_COUNT; i++)
+		contract_add(CONTRACT_DIR_CONFIG, contract_config[i].name,
+			     CONTRACT_FILE_VALUE, CONTRACT_ROLE_PLAIN,
+			     contract_config[i].type, -1, "");
+}
+
+size_t contract_field_count(void)
+{
+	pthread_once(&contract_once, contract_build);
+	return contract_nfields;
+}
+
+const struct contract_field *contract_field_at(size_t i)
+{
+	pthread_once(&contract_once, contract_build);
+	return i < contract_nfields ? &contract_fields[i] : NULL;
+}
+
+int contract_field_find(enum contract_dir dir, const char *name)
+{
+	pthread_once(&contract_once, contract_build);
+	for (size_t i = 0; i < contract_nfields; i++)
+		if (contract_fields[i].dir == dir &&
+		    strcmp(contract_fields[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+int contract_field_by_path(const char *path)
+{
+	pthread_once(&contract_once, contract_build);
+	for (size_t i = 0; i < contract_nfields; i++)
+		if (strcmp(contract_fields[i].path, path) == 0)
+			return (int)i;
+	return -1;
+}
+
+const char *contract_dir_name(enum contract_dir dir)
+{
+	return contract_dir_names[dir];
+}
+
+int contract_dir_find(const char *name)
+{
+	for (int d = CONTRACT_DIR_TOP + 1; d < CONTRACT_DIR_COUNT; d++)
+		if (strcmp(contract_dir_names[d], name) == 0)
+			return d;
+	return -1;
+}
+
+bool contract_name_valid(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > CONTRACT_NAME_MAX || strcmp(name, ".") == 0 ||
+	    strcmp(name, "..") == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)name[i]) && name[i] != '.' &&
+		    name[i] != '_' && name[i] != '-')
+			return false;
+	return true;
+}
+
+/* Quote a value for a message: at most 40 characters, controls as '?'. */
+static void contract_quote(const char *s, size_t n, char *out, size_t outlen)
+{
+	size_t o = 0, max = n > 40 ? 40 : n;
+
+	if (outlen < 8) {
+		if (outlen)
+			out[0] = '\0';
+		return;
+	}
+	out[o++] = '"';
+	for (size_t i = 0; i < max && o + 5 < outlen; i++)
+		out[o++] = isprint((unsigned char)s[i]) ? s[i] : '?';
+	if (n > max && o + 5 < outlen) {
+		memcpy(out + o, "\xe2\x80\xa6", 3); /* … */
+		o += 3;
+	}
+	out[o++] = '"';
+	out[o] = '\0';
+}
+
+static bool contract_is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* Match s (n bytes) case-insensitively against a NULL-ended list; returns
+ * the canonical spelling or NULL. */
+static const char *contract_pick(const char *s, size_t n,
+				 const char *const *words)
+{
+	for (; *words; words++)
+		if (strlen(*words) == n && strncasecmp(s, *words, n) == 0)
+			return *words;
+	return NULL;
+}
+
+static int contract_copy(const char *s, size_t n, char *out, size_t outlen,
+			 char *err, size_t errlen)
+{
+	if (n + 1 > outlen) {
+		snprintf(err, errlen, "the value is longer than %zu bytes",
+			 outlen - 1);
+		return -EFBIG;
+	}
+	memcpy(out, s, n);
+	out[n] = '\0';
+	return 0;
+}
+
+static int contract_positive(const char *s, size_t n, char *out, size_t outlen,
+			     const char *q, char *err, size_t errlen)
+{
+	unsigned long v = 0;
+	size_t i = 0;
+
+	for (; i < n && isdigit((unsigned char)s[i]); i++) {
+		if (v <= CONTRACT_POSITIVE_MAX)
+			v = v * 10 + (unsigned long)(s[i] - '0');
+	}
+	if (n == 0 || i != n || v < 1) {
+		snprintf(err, errlen,
+			 "%s is not a whole number of at least 1; write one "
+			 "such as 4",
+			 q);
+		return -EINVAL;
+	}
+	if (v > CONTRACT_POSITIVE_MAX) {
+		snprintf(err, errlen, "%s is more than the %d cclfs accepts", q,
+			 CONTRACT_POSITIVE_MAX);
+		return -EINVAL;
+	}
+	snprintf(out, outlen, "%lu", v);
+	return 0;
+}
+
+static int contract_word(const char *s, size_t n, const char *q,
+			 const char *what, const char *extra, char *err,
+			 size_t errlen)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (!isalnum(c) && !strchr(extra, c)) {
+			snprintf(err, errlen,
+				 "%s is not %s: use letters, digits and "
+				 "\"%s\" only",
+				 q, what, extra);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int contract_normalise(const struct contract_field *f, const char *text,
+		       size_t len, char *out, size_t outlen, char *err,
+		       size_t errlen)
+{
+	static const char *const cluster_types[] = {
+		"PeerWorkers", "PeerWorkersMPI", "ManagerWorkers", NULL};
+	static const char *const levels[] = {"single", "funneled", "serialized",
+					     "multiple", NULL};
+	static const char *const policies[] = {"unique", "cheapest", NULL};
+	static const char *const yes[] = {"true", "yes", "on", "1", NULL};
+	static const char *const no[] = {"false", "no", "off", "0", NULL};
+	const char *s = text, *pick;
+	size_t n = len;
+	char q[64];
+
+	if (memchr(text, '\0', len)) {
+		snprintf(err, errlen, "the value contains a NUL byte");
+		return -EINVAL;
+	}
+	while (n && contract_is_blank(*s))
+		s++, n--;
+	while (n && contract_is_blank(s[n - 1]))
+		n--;
+	if (n > CONTRACT_VALUE_MAX) {
+		snprintf(err, errlen,
+			 "the value is %zu bytes long; values are at most %d "
+			 "bytes",
+			 n, CONTRACT_VALUE_MAX);
+		return -EFBIG;
+	}
+	contract_quote(s, n, q, sizeof(q));
+	if (f->type != TYPE_ASSUMPTION && memchr(s, '\n', n)) {
+		snprintf(err, errlen,
+			 "%s spans several lines; this file holds one value "
+			 "on one line",
+			 q);
+		return -EINVAL;
+	}
+	if (n == 0) {
+		/* Empty resets to the default. */
+		return contract_copy(f->def, strlen(f->def), out, outlen, err,
+				     errlen);
+	}
+	switch ((enum contract_type)f->type) {
+	case TYPE_CLUSTER_TYPE:
+		pick = contract_pick(s, n, cluster_types);
+		if (!pick) {
+			snprintf(err, errlen,
+				 "%s is not a cluster type; write "
+				 "PeerWorkers, PeerWorkersMPI or "
+				 "ManagerWorkers",
+				 q);
+			return -EINVAL;
+		}
+		return contract_copy(pick, strlen(pick), out, outlen, err,
+				     errlen);
+	case TYPE_POSITIVE:
+		return contract_positive(s, n, out, outlen, q, err, errlen);
+	case TYPE_ASSUMPTION: {
+		enum assumption_kind k = assumption_fields[f->assumption].kind;
+
+		if (assumption_normalise(k, s, n, out, outlen, err, errlen))
+			return -EINVAL;
+		return 0;
+	}
+	case TYPE_USER:
+		if (n > 32 || s[0] == '-' ||
+		    contract_word(s, n, q, "a user name", "._-", err, errlen)) {
+			if (n > 32 || s[0] == '-')
+				snprintf(err, errlen,
+					 "%s is not a user name: at most 32 "
+					 "letters, digits, '.', '_' or '-', "
+					 "not starting with '-'",
+					 q);
+			return -EINVAL;
+		}
+		break;
+	case TYPE_WORD:
+		if (contract_word(s, n, q, "an identifier", "._:/-", err,
+				  errlen))
+			return -EINVAL;
+		break;
+	case TYPE_BOOL:
+		if (contract_pick(s, n, yes))
+			return contract_copy("true", 4, out, outlen, err,
+					     errlen);
+		if (contract_pick(s, n, no))
+			return contract_copy("false", 5, out, outlen, err,
+					     errlen);
+		snprintf(err, errlen, "%s is not true or false", q);
+		return -EINVAL;
+	case TYPE_THREADLEVEL:
+		pick = contract_pick(s, n, levels);
+		if (!pick) {
+			snprintf(err, errlen,
+				 "%s is not an MPI thread level; write "
+				 "single, funneled, serialized or multiple",
+				 q);
+			return -EINVAL;
+		}
+		return contract_copy(pick, strlen(pick), out, outlen, err,
+				     errlen);
+	case TYPE_POLICY:
+		pick = contract_pick(s, n, policies);
+		if (!pick) {
+			snprintf(err, errlen,
+				 "%s is not a resolve policy; write unique "
+				 "(fail when several types fit) or cheapest",
+				 q);
+			return -EINVAL;
+		}
+		return contract_copy(pick, strlen(pick), out, outlen, err,
+				     errlen);
+	case TYPE_LINE:
+		for (size_t i = 0; i < n; i++) {
+			if (iscntrl((unsigned char)s[i]) && s[i] != '\t') {
+				snprintf(err, errlen,
+					 "%s contains a control character", q);
+				return -EINVAL;
+			}
+		}
+		break;
+	case TYPE_NONE:
+		snprintf(err, errlen, "this file takes no value");
+		return -EACCES;
+	}
+	return contract_copy(s, n, out, outlen, err, errlen);
+}

@@ -1,0 +1,818 @@
+/* The model: every contract and its values, held in memory under one lock
+ * and written through to the state store before any change is visible.
+ * It is the only interface the filesystem layer uses. */
+#include "lifecycle/model.h"
+
+#include "lifecycle/contract.h"
+#include "lifecycle/resolution.h"
+#include "lifecycle/store.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MODEL_ERR_MAX 1024
+
+struct model_value {
+	char *text; /* NULL: the default */
+	int64_t mtime_ns;
+};
+
+struct model_contract {
+	char name[CONTRACT_NAME_MAX + 1];
+	int64_t created_ns;
+	char *error; /* "" when the last operation succeeded */
+	int64_t error_ns;
+	int64_t assumptions_ns;	    /* last change of what resolution reads */
+	char *candidates;	    /* cache of the candidates file, or NULL */
+	struct model_value *values; /* one per schema field */
+};
+
+struct model {
+	pthread_mutex_t lock;
+	struct store *store;
+	const struct config *config;
+	struct resolution_env *resolution;
+	int verbose;
+	void (*changed)(void *ctx, const char *path);
+	void *changed_ctx;
+	struct model_contract **contracts; /* sorted by name */
+	size_t count, cap;
+	int64_t contracts_ns; /* last mkdir or rmdir in contracts/ */
+};
+
+static int64_t model_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void model_notify(struct model *m, const struct model_contract *c,
+			 const char *file)
+{
+	char path[256];
+
+	if (!m->changed)
+		return;
+	snprintf(path, sizeof(path), "contracts/%s/%s", c->name, file);
+	m->changed(m->changed_ctx, path);
+}
+
+/* Append a line to the log of `subject` (best effort: a log that cannot be
+ * written must not turn a good operation into a failed one). */
+static void model_log(struct model *m, const char *subject, const char *fmt,
+		      ...)
+{
+	char line[MODEL_ERR_MAX + 256], err[256];
+	int64_t now = model_now();
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (store_log(m->store, subject, now, line, err, sizeof(err)) &&
+	    m->verbose)
+		fprintf(stderr, "cclfs: %s\n", err);
+	if (m->verbose)
+		fprintf(stderr, "cclfs: %s: %s\n", subject, line);
+}
+
+static struct model_contract *model_contract_new(const char *name,
+						 int64_t created_ns)
+{
+	struct model_contract *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->values = calloc(contract_field_count(), sizeof(*c->values));
+	c->error = strdup("");
+	if (!c->values || !c->error) {
+		free(c->values);
+		free(c->error);
+		free(c);
+		return NULL;
+	}
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	c->created_ns = created_ns;
+	c->error_ns = created_ns;
+	c->assumptions_ns = created_ns;
+	for (size_t i = 0; i < contract_field_count(); i++)
+		c->values[i].mtime_ns = created_ns;
+	return c;
+}
+
+static void model_contract_free(struct model_contract *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < contract_field_count(); i++)
+		free(c->values[i].text);
+	free(c->values);
+	free(c->error);
+	free(c->candidates);
+	free(c);
+}
+
+/* Index where name is or would be inserted; *found tells which. */
+static size_t model_search(const struct model *m, const char *name, int *found)
+{
+	size_t lo = 0, hi = m->count;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int cmp = strcmp(m->contracts[mid]->name, name);
+
+		if (cmp == 0) {
+			*found = 1;
+			return mid;
+		}
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = 0;
+	return lo;
+}
+
+static struct model_contract *model_find(const struct model *m,
+					 const char *name)
+{
+	int found;
+	size_t i = model_search(m, name, &found);
+
+	return found ? m->contracts[i] : NULL;
+}
+
+static int model_insert(struct model *m, struct model_contract *c)
+{
+	int found;
+	size_t i = model_search(m, c->name, &found);
+
+	if (found)
+		return -EEXIST;
+	if (m->count == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 64;
+		struct model_contract **v =
+			realloc(m->contracts, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		m->contracts = v;
+		m->cap = cap;
+	}
+	memmove(m->contracts + i + 1, m->contracts + i,
+		(m->count - i) * sizeof(*m->contracts));
+	m->contracts[i] = c;
+	m->count++;
+	return 0;
+}
+
+static bool model_feeds_resolution(const struct contract_field *f)
+{
+	return f->role == CONTRACT_ROLE_ASSUMPTION ||
+	       f->role == CONTRACT_ROLE_CLUSTER_TYPE;
+}
+
+/* --- loading --- */
+
+static int model_load_contract(void *ctx, const char *name, int64_t created_ns,
+			       const char *error, int64_t error_ns)
+{
+	struct model *m = ctx;
+	struct model_contract *c = model_contract_new(name, created_ns);
+
+	if (!c)
+		return -1;
+	free(c->error);
+	c->error = strdup(error);
+	c->error_ns = error_ns;
+	if (!c->error || model_insert(m, c)) {
+		model_contract_free(c);
+		return -1;
+	}
+	if (created_ns > m->contracts_ns)
+		m->contracts_ns = created_ns;
+	return 0;
+}
+
+static int model_load_value(void *ctx, const char *contract, const char *file,
+			    const char *value, int64_t changed_ns)
+{
+	struct model *m = ctx;
+	struct model_contract *c = model_find(m, contract);
+	int f = contract_field_by_path(file);
+	const struct contract_field *field;
+
+	if (!c)
+		return -1;
+	if (f < 0)
+		return 0; /* a file this version does not know: keep it stored
+			   */
+	field = contract_field_at((size_t)f);
+	free(c->values[f].text);
+	c->values[f].text = strdup(value);
+	if (!c->values[f].text)
+		return -1;
+	c->values[f].mtime_ns = changed_ns;
+	if (model_feeds_resolution(field) && changed_ns > c->assumptions_ns)
+		c->assumptions_ns = changed_ns;
+	return 0;
+}
+
+struct model *model_open(const struct model_options *opt, char *err,
+			 size_t errlen)
+{
+	struct model *m = calloc(1, sizeof(*m));
+	struct store_loader loader = {NULL, model_load_contract,
+				      model_load_value};
+	char path[PATH_MAX];
+
+	if (!m) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	pthread_mutex_init(&m->lock, NULL);
+	m->config = opt->config;
+	m->verbose = opt->verbose;
+	m->changed = opt->changed;
+	m->changed_ctx = opt->changed_ctx;
+	m->contracts_ns = model_now();
+	if (snprintf(path, sizeof(path), "%s/state.db", opt->statedir) >=
+	    (int)sizeof(path)) {
+		snprintf(err, errlen, "state directory name is too long");
+		goto fail;
+	}
+	m->store = store_open(path, err, errlen);
+	if (!m->store)
+		goto fail;
+	loader.ctx = m;
+	if (store_load(m->store, &loader, err, errlen))
+		goto fail;
+	m->resolution = resolution_env_open(opt->config, err, errlen);
+	if (!m->resolution)
+		goto fail;
+	return m;
+fail:
+	model_close(m);
+	return NULL;
+}
+
+void model_close(struct model *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->count; i++)
+		model_contract_free(m->contracts[i]);
+	free(m->contracts);
+	resolution_env_close(m->resolution);
+	store_close(m->store);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+void model_set_changed(struct model *m, void (*changed)(void *, const char *),
+		       void *ctx)
+{
+	pthread_mutex_lock(&m->lock);
+	m->changed = changed;
+	m->changed_ctx = ctx;
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* --- contracts/ --- */
+
+int model_contracts_stat(struct model *m, struct model_attr *attr)
+{
+	pthread_mutex_lock(&m->lock);
+	attr->size = 0;
+	attr->mtime_ns = m->contracts_ns;
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+int model_contracts_list(struct model *m,
+			 int (*fn)(void *ctx, const char *name,
+				   const struct model_attr *attr),
+			 void *ctx)
+{
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < m->count; i++) {
+		struct model_attr a = {0, m->contracts[i]->created_ns};
+
+		if (fn(ctx, m->contracts[i]->name, &a))
+			break;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+int model_contract_stat(struct model *m, const char *name,
+			struct model_attr *attr)
+{
+	struct model_contract *c;
+	int rc = 0;
+
+	pthread_mutex_lock(&m->lock);
+	c = model_find(m, name);
+	if (c) {
+		attr->size = 0;
+		attr->mtime_ns = c->created_ns;
+	} else {
+		rc = -ENOENT;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+int model_contract_create(struct model *m, const char *name)
+{
+	char err[MODEL_ERR_MAX];
+	struct model_contract *c;
+	int64_t now = model_now();
+	int rc;
+
+	if (!contract_name_valid(name)) {
+		pthread_mutex_lock(&m->lock);
+		model_log(m, "contracts",
+			  "refused mkdir contracts/%.80s: a contract name is 1 "
+			  "to 64 letters, digits, '.', '_' or '-'",
+			  name);
+		pthread_mutex_unlock(&m->lock);
+		return -EINVAL;
+	}
+	c = model_contract_new(name, now);
+	if (!c)
+		return -ENOMEM;
+	pthread_mutex_lock(&m->lock);
+	if (model_find(m, name)) {
+		rc = -EEXIST;
+	} else if (store_contract_add(m->store, name, now, err, sizeof(err))) {
+		model_log(m, "contracts", "mkdir contracts/%s failed: %s", name,
+			  err);
+		rc = -EIO;
+	} else {
+		rc = model_insert(m, c);
+		if (rc == 0) {
+			c = NULL;
+			m->contracts_ns = now;
+			model_log(m, "contracts", "created contracts/%s", name);
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+	model_contract_free(c);
+	return rc;
+}
+
+int model_contract_remove(struct model *m, const char *name)
+{
+	char err[MODEL_ERR_MAX];
+	int found, rc = 0;
+	size_t i;
+
+	pthread_mutex_lock(&m->lock);
+	i = model_search(m, name, &found);
+	if (!found) {
+		rc = -ENOENT;
+	} else if (store_contract_remove(m->store, name, err, sizeof(err))) {
+		model_log(m, "contracts", "rmdir contracts/%s failed: %s", name,
+			  err);
+		rc = -EIO;
+	} else {
+		model_contract_free(m->contracts[i]);
+		memmove(m->contracts + i, m->contracts + i + 1,
+			(m->count - i - 1) * sizeof(*m->contracts));
+		m->count--;
+		m->contracts_ns = model_now();
+		model_log(m, "contracts", "removed contracts/%s", name);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+/* --- files of a contract --- */
+
+/* The current value of a value field: its text, or the default. */
+static const char *model_value(const struct model_contract *c, size_t f)
+{
+	const char *t = c->values[f].text;
+
+	return t ? t : contract_field_at(f)->def;
+}
+
+/* Values of the contract, as the resolution reads them. */
+static const char *model_value_cb(void *ctx, int field)
+{
+	return model_value(ctx, (size_t)field);
+}
+
+/* The content of a file now, malloc'd, or NULL when out of memory. */
+static char *model_render(struct model *m, struct model_contract *c, size_t f,
+			  size_t *len)
+{
+	const struct contract_field *field = contract_field_at(f);
+	const char *v = "";
+	char *out;
+	size_t n;
+
+	switch (field->role) {
+	case CONTRACT_ROLE_ERROR:
+		v = c->error;
+		break;
+	case CONTRACT_ROLE_RESOLUTION:
+		v = model_value(c, f); /* stored whole, newlines included */
+		n = strlen(v);
+		out = malloc(n + 1);
+		if (out)
+			memcpy(out, v, n + 1);
+		*len = n;
+		return out;
+	case CONTRACT_ROLE_CANDIDATES:
+		if (!c->candidates)
+			c->candidates = resolution_candidates(
+				m->resolution, model_value_cb, c);
+		v = c->candidates ? c->candidates : "";
+		n = strlen(v);
+		out = malloc(n + 1);
+		if (out)
+			memcpy(out, v, n + 1);
+		*len = n;
+		return out;
+	case CONTRACT_ROLE_RESOLVE:
+	case CONTRACT_ROLE_DEPLOY:
+		v = "";
+		break;
+	default:
+		v = model_value(c, f);
+		break;
+	}
+	n = strlen(v);
+	out = malloc(n + 2);
+	if (!out)
+		return NULL;
+	memcpy(out, v, n);
+	if (n)
+		out[n++] = '\n';
+	out[n] = '\0';
+	*len = n;
+	return out;
+}
+
+static int64_t model_mtime(const struct model_contract *c, size_t f)
+{
+	switch (contract_field_at(f)->role) {
+	case CONTRACT_ROLE_ERROR:
+		return c->error_ns;
+	case CONTRACT_ROLE_CANDIDATES:
+		return c->assumptions_ns;
+	default:
+		return c->values[f].mtime_ns;
+	}
+}
+
+static int model_lookup(struct model *m, const char *contract, int field,
+			struct model_contract **c)
+{
+	if (field < 0 || (size_t)field >= contract_field_count())
+		return -ENOENT;
+	*c = model_find(m, contract);
+	return *c ? 0 : -ENOENT;
+}
+
+int model_file_stat(struct model *m, const char *contract, int field,
+		    struct model_attr *attr)
+{
+	struct model_contract *c;
+	const struct contract_field *f;
+	int rc;
+
+	pthread_mutex_lock(&m->lock);
+	rc = model_lookup(m, contract, field, &c);
+	if (rc == 0) {
+		f = contract_field_at((size_t)field);
+		attr->mtime_ns = model_mtime(c, (size_t)field);
+		if (f->role == CONTRACT_ROLE_ERROR) {
+			attr->size = *c->error ? strlen(c->error) + 1 : 0;
+		} else if (f->role == CONTRACT_ROLE_RESOLUTION) {
+			attr->size = strlen(model_value(c, (size_t)field));
+		} else if (f->file == CONTRACT_FILE_TRIGGER) {
+			attr->size = 0;
+		} else if (f->role == CONTRACT_ROLE_CANDIDATES) {
+			size_t n = 0;
+			char *s = model_render(m, c, (size_t)field, &n);
+
+			free(s);
+			attr->size = n;
+		} else {
+			size_t n = strlen(model_value(c, (size_t)field));
+
+			attr->size = n ? n + 1 : 0;
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+int model_file_read(struct model *m, const char *contract, int field,
+		    char **buf, size_t *len)
+{
+	struct model_contract *c;
+	int rc;
+
+	pthread_mutex_lock(&m->lock);
+	rc = model_lookup(m, contract, field, &c);
+	if (rc == 0) {
+		*buf = model_render(m, c, (size_t)field, len);
+		if (!*buf)
+			rc = -ENOMEM;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+/* Record why an operation on relpath of c failed: error file, log. */
+static int model_fail_path(struct model *m, struct model_contract *c,
+			   const char *relpath, int rc, const char *why)
+{
+	char msg[MODEL_ERR_MAX], err[MODEL_ERR_MAX];
+	int64_t now = model_now();
+	char *copy;
+
+	snprintf(msg, sizeof(msg), "contracts/%s/%s: %s", c->name, relpath,
+		 why);
+	copy = strdup(msg);
+	if (copy && store_contract_error(m->store, c->name, msg, now, err,
+					 sizeof(err)) == 0) {
+		free(c->error);
+		c->error = copy;
+		c->error_ns = now;
+		model_notify(m, c, "error");
+	} else {
+		free(copy);
+	}
+	model_log(m, "contracts", "%s", msg);
+	return rc;
+}
+
+static int model_fail(struct model *m, struct model_contract *c, size_t f,
+		      int rc, const char *why)
+{
+	return model_fail_path(m, c, contract_field_at(f)->path, rc, why);
+}
+
+/* Clear the error inside the current transaction (no memory change yet). */
+static int model_clear_error_stored(struct model *m, struct model_contract *c,
+				    int64_t now, char *err, size_t errlen)
+{
+	if (!*c->error)
+		return 0;
+	return store_contract_error(m->store, c->name, "", now, err, errlen);
+}
+
+static void model_clear_error(struct model *m, struct model_contract *c,
+			      int64_t now)
+{
+	if (!*c->error)
+		return;
+	c->error[0] = '\0';
+	c->error_ns = now;
+	model_notify(m, c, "error");
+}
+
+/*
+ * Commit new values of fields f (value `text`) and, when it changes what
+ * resolution reads, clear the stale resolution; clear the error. One
+ * transaction; memory changes only once it is durable.
+ */
+static int model_commit(struct model *m, struct model_contract *c, size_t f,
+			const char *text, int64_t now)
+{
+	const struct contract_field *field = contract_field_at(f);
+	int res = contract_field_find(CONTRACT_DIR_TOP, "resolution");
+	bool clear_res =
+		model_feeds_resolution(field) && *model_value(c, (size_t)res);
+	char err[MODEL_ERR_MAX];
+	char *copy = strdup(text);
+
+	if (!copy)
+		return model_fail(m, c, f, -ENOMEM, "out of memory");
+	if (store_begin(m->store, err, sizeof(err)) ||
+	    store_value_put(m->store, c->name, field->path, text, now, err,
+			    sizeof(err)) ||
+	    (clear_res && store_value_put(m->store, c->name, "resolution", "",
+					  now, err, sizeof(err))) ||
+	    model_clear_error_stored(m, c, now, err, sizeof(err)) ||
+	    store_commit(m->store, err, sizeof(err))) {
+		store_rollback(m->store);
+		free(copy);
+		return model_fail(m, c, f, -EIO, err);
+	}
+	free(c->values[f].text);
+	c->values[f].text = copy;
+	c->values[f].mtime_ns = now;
+	if (model_feeds_resolution(field)) {
+		c->assumptions_ns = now;
+		free(c->candidates);
+		c->candidates = NULL;
+		model_notify(m, c, "candidates");
+	}
+	if (clear_res) {
+		free(c->values[res].text);
+		c->values[res].text = NULL;
+		c->values[res].mtime_ns = now;
+		model_notify(m, c, "resolution");
+	}
+	model_clear_error(m, c, now);
+	return 0;
+}
+
+/* Run resolution now and store its result. */
+static int model_resolve(struct model *m, struct model_contract *c, size_t f,
+			 int64_t now)
+{
+	char why[MODEL_ERR_MAX], err[MODEL_ERR_MAX];
+	int res = contract_field_find(CONTRACT_DIR_TOP, "resolution");
+	char *text = NULL;
+	int rc;
+
+	rc = resolution_run(m->resolution, model_value_cb, c, &text, why,
+			    sizeof(why));
+	if (rc)
+		return model_fail(m, c, f, rc, why);
+	if (store_begin(m->store, err, sizeof(err)) ||
+	    store_value_put(m->store, c->name, "resolution", text, now, err,
+			    sizeof(err)) ||
+	    store_value_put(m->store, c->name, contract_field_at(f)->path, "",
+			    now, err, sizeof(err)) ||
+	    model_clear_error_stored(m, c, now, err, sizeof(err)) ||
+	    store_commit(m->store, err, sizeof(err))) {
+		store_rollback(m->store);
+		free(text);
+		return model_fail(m, c, f, -EIO, err);
+	}
+	if (strcmp(model_value(c, (size_t)res), text) != 0)
+		model_notify(m, c, "resolution");
+	free(c->values[res].text);
+	c->values[res].text = text;
+	c->values[res].mtime_ns = now;
+	c->values[f].mtime_ns = now;
+	model_clear_error(m, c, now);
+	model_log(m, "contracts", "contracts/%s resolved", c->name);
+	return 0;
+}
+
+static int model_fire(struct model *m, struct model_contract *c, size_t f,
+		      const char *arg, size_t len)
+{
+	const struct contract_field *field = contract_field_at(f);
+	int64_t now = model_now();
+	int rc;
+
+	if (field->role == CONTRACT_ROLE_RESOLVE)
+		return model_resolve(m, c, f, now);
+	/* deploy: resolve first, as deploy will; clusters come with the
+	 * lifecycle of clusters. */
+	(void)arg;
+	(void)len;
+	rc = model_resolve(
+		m, c, contract_field_find(CONTRACT_DIR_TOP, "resolve"), now);
+	if (rc)
+		return rc;
+	return model_fail(m, c, f, -EOPNOTSUPP,
+			  "deploying clusters is not supported by this "
+			  "version of cclfs; the contract was resolved");
+}
+
+int model_file_write(struct model *m, const char *contract, int field,
+		     const char *text, size_t len)
+{
+	char norm[CONTRACT_VALUE_MAX + 1], why[MODEL_ERR_MAX];
+	const struct contract_field *f;
+	struct model_contract *c;
+	int rc;
+
+	pthread_mutex_lock(&m->lock);
+	rc = model_lookup(m, contract, field, &c);
+	if (rc)
+		goto out;
+	f = contract_field_at((size_t)field);
+	if (f->file == CONTRACT_FILE_GENERATED) {
+		rc = model_fail(m, c, (size_t)field, -EACCES,
+				"this file is read-only; cclfs writes it");
+	} else if (f->file == CONTRACT_FILE_TRIGGER) {
+		rc = model_fire(m, c, (size_t)field, text, len);
+	} else {
+		rc = contract_normalise(f, text, len, norm, sizeof(norm), why,
+					sizeof(why));
+		if (rc)
+			rc = model_fail(m, c, (size_t)field, rc, why);
+		else if (strcmp(norm, model_value(c, (size_t)field)) == 0)
+			model_clear_error(m, c, model_now());
+		else
+			rc = model_commit(m, c, (size_t)field, norm,
+					  model_now());
+	}
+out:
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+int model_file_touch(struct model *m, const char *contract, int field)
+{
+	struct model_contract *c;
+	int rc;
+
+	pthread_mutex_lock(&m->lock);
+	rc = model_lookup(m, contract, field, &c);
+	if (rc == 0 &&
+	    contract_field_at((size_t)field)->file == CONTRACT_FILE_TRIGGER)
+		rc = model_fire(m, c, (size_t)field, "", 0);
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+/* Reset field f to its default; 0 when there was nothing to do. */
+static int model_reset_locked(struct model *m, struct model_contract *c,
+			      size_t f, int64_t now)
+{
+	const struct contract_field *field = contract_field_at(f);
+	char err[MODEL_ERR_MAX];
+
+	if (field->role == CONTRACT_ROLE_ERROR) {
+		if (!*c->error)
+			return 0;
+		if (store_contract_error(m->store, c->name, "", now, err,
+					 sizeof(err)))
+			return model_fail(m, c, f, -EIO, err);
+		model_clear_error(m, c, now);
+		return 0;
+	}
+	if (field->file != CONTRACT_FILE_VALUE ||
+	    strcmp(model_value(c, f), field->def) == 0)
+		return 0;
+	return model_commit(m, c, f, field->def, now);
+}
+
+int model_file_reset(struct model *m, const char *contract, int field)
+{
+	struct model_contract *c;
+	int rc;
+
+	pthread_mutex_lock(&m->lock);
+	rc = model_lookup(m, contract, field, &c);
+	if (rc == 0)
+		rc = model_reset_locked(m, c, (size_t)field, model_now());
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+int model_dir_reset(struct model *m, const char *contract, int dir)
+{
+	struct model_contract *c;
+	int64_t now = model_now();
+	int rc = 0;
+
+	pthread_mutex_lock(&m->lock);
+	c = model_find(m, contract);
+	if (!c)
+		rc = -ENOENT;
+	for (size_t f = 0; c && rc == 0 && f < contract_field_count(); f++)
+		if ((int)contract_field_at(f)->dir == dir)
+			rc = model_reset_locked(m, c, f, now);
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+int model_file_refuse(struct model *m, const char *contract, int field,
+		      int errnum, const char *reason)
+{
+	struct model_contract *c;
+	int rc;
+
+	pthread_mutex_lock(&m->lock);
+	rc = model_lookup(m, contract, field, &c);
+	if (rc == 0)
+		rc = model_fail(m, c, (size_t)field, -errnum, reason);
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+int model_contract_refuse(struct model *m, const char *contract,
+			  const char *relpath, int errnum, const char *reason)
+{
+	struct model_contract *c;
+	int rc = -errnum;
+
+	pthread_mutex_lock(&m->lock);
+	c = model_find(m, contract);
+	if (c)
+		model_fail_path(m, c, relpath, rc, reason);
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}

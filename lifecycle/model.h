@@ -1,0 +1,75 @@
+/* The model: every contract and its values, held in memory under one lock
+ * and written through to the state store before any change is visible.
+ * It is the only interface the filesystem layer uses. */
+#ifndef CCLFS_LIFECYCLE_MODEL_H
+#define CCLFS_LIFECYCLE_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lifecycle/config.h"
+
+struct model;
+
+struct model_options {
+	const char *statedir; /* existing, 0700 */
+	const struct config *config;
+	int verbose; /* also print log lines on stderr */
+	/* Called (possibly under the model's lock, never blocking) with the
+	 * mount-relative path of a file the model changed on its own, such as
+	 * "contracts/c1/error". */
+	void (*changed)(void *ctx, const char *path);
+	void *changed_ctx;
+};
+
+struct model_attr {
+	size_t size;
+	int64_t mtime_ns;
+};
+
+struct model *model_open(const struct model_options *opt, char *err,
+			 size_t errlen);
+void model_close(struct model *m);
+/* Set or replace the change callback (after the filesystem is created). */
+void model_set_changed(struct model *m, void (*changed)(void *, const char *),
+		       void *ctx);
+
+/* contracts/: its own attributes, and its entries in name order. fn returns
+ * non-zero to stop. */
+int model_contracts_stat(struct model *m, struct model_attr *attr);
+int model_contracts_list(struct model *m,
+			 int (*fn)(void *ctx, const char *name,
+				   const struct model_attr *attr),
+			 void *ctx);
+
+/* All of these return 0 or -errno. On refusal the contract's error file
+ * holds one sentence naming the file and the value, and the log has it. */
+int model_contract_create(struct model *m, const char *name);
+int model_contract_remove(struct model *m, const char *name);
+int model_contract_stat(struct model *m, const char *name,
+			struct model_attr *attr);
+
+/* Files of a contract, by index in the contract schema. */
+int model_file_stat(struct model *m, const char *contract, int field,
+		    struct model_attr *attr);
+/* A snapshot of the file's content now, malloc'd (free it). */
+int model_file_read(struct model *m, const char *contract, int field,
+		    char **buf, size_t *len);
+/* Validate and commit a whole value (or fire a trigger with text). */
+int model_file_write(struct model *m, const char *contract, int field,
+		     const char *text, size_t len);
+/* touch: fire a trigger; accepted and ignored on a value file. */
+int model_file_touch(struct model *m, const char *contract, int field);
+/* rm: reset a value file to its default (no-op for the others). */
+int model_file_reset(struct model *m, const char *contract, int field);
+/* Refuse an operation on a contract file: record why, return -errnum. */
+int model_file_refuse(struct model *m, const char *contract, int field,
+		      int errnum, const char *reason);
+/* Refuse an operation on `relpath` inside a contract (a file that is not
+ * part of the schema, say): record why in its error, return -errnum. */
+int model_contract_refuse(struct model *m, const char *contract,
+			  const char *relpath, int errnum, const char *reason);
+/* rmdir of a contract's folder: reset every value in it (so rm -r works). */
+int model_dir_reset(struct model *m, const char *contract, int dir);
+
+#endif
