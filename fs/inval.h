@@ -1,6 +1,6 @@
 /* Kernel cache invalidation for changes the daemon makes on its own: paths
- * are queued from any thread (handlers included) and a background thread
- * sends them with fuse_invalidate_path, never from inside a handler. */
+ * are queued from any thread and a background thread sends them with
+ * fuse_invalidate_path, never from inside the handler of the same file. */
 #ifndef CCLFS_FS_INVAL_H
 #define CCLFS_FS_INVAL_H
 
@@ -8,9 +8,20 @@ struct fuse;
 struct inval;
 
 struct inval *inval_start(struct fuse *f);
-/* Queue a mount-relative path ("contracts/c1/error"). Never blocks on the
- * kernel. Callable with inv == NULL (does nothing). */
-void inval_push(void *inv, const char *path);
 void inval_stop(struct inval *inv);
+
+/* Queue a mount-relative path ("contracts/c1/error"). Never blocks on the
+ * kernel. inv may be NULL (does nothing). A path equal to the one the
+ * calling thread's handler serves (inval_serve) is left to the kernel,
+ * which refreshes the file a request was made on by itself. */
+void inval_push(void *inv, const char *path);
+
+/* Mark the calling thread as serving a request on mount path `path`
+ * ("/contracts/c1/node_count"), or on nothing (NULL). */
+void inval_serve(const char *path);
+
+/* Wait until every path queued so far has been sent, so that the side
+ * effects of a request are visible when it returns. */
+void inval_flush(struct inval *inv);
 
 #endif

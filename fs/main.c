@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fuse.h>
 #include <fuse_lowlevel.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,8 +193,13 @@ int main(int argc, char *argv[])
 		if (!loop)
 			goto out_signals;
 		fuse_loop_cfg_set_clone_fd(loop, (unsigned int)cmd.clone_fd);
-		fuse_loop_cfg_set_max_threads(loop, cmd.max_threads);
-		fuse_loop_cfg_set_idle_threads(loop, cmd.max_idle_threads);
+		/* Leave libfuse's defaults unless -o max_threads= and
+		 * -o max_idle_threads= were given. */
+		if (cmd.max_threads && cmd.max_threads != UINT_MAX)
+			fuse_loop_cfg_set_max_threads(loop, cmd.max_threads);
+		if (cmd.max_idle_threads != UINT_MAX)
+			fuse_loop_cfg_set_idle_threads(loop,
+						       cmd.max_idle_threads);
 		rc = fuse_loop_mt(fuse, loop) ? 1 : 0;
 		fuse_loop_cfg_destroy(loop);
 	}

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,11 +29,27 @@ struct fshandle {
 	size_t snaplen;
 	char *buf;
 	size_t len;
+	char *prior;  /* the value before this descriptor's first write */
+	bool changed; /* a write through it was committed */
+	int refused;  /* -errno of a refused write: the rest is refused too */
 };
 
 static struct fsctx *fs_ctx(void)
 {
 	return fuse_get_context()->private_data;
+}
+
+/*
+ * End of a request that may have changed other files (an error file, a
+ * resolution): their cached attributes are dropped before it returns, so
+ * `stat` right after tells the truth. The file the request was made on is
+ * refreshed by the kernel itself and is not waited for (inval_serve).
+ */
+static int fs_done(int rc)
+{
+	inval_flush(fs_ctx()->inval);
+	inval_serve(NULL);
+	return rc;
 }
 
 static void fs_time(struct timespec *ts, int64_t ns)
@@ -127,34 +144,55 @@ static int fs_getattr(const char *path, struct stat *st,
 	return rc ? rc : fs_stat_path(&p, st);
 }
 
+/*
+ * Directory listings give each entry its position as offset (1, 2, ...)
+ * and start after `off`: with real offsets libfuse hands the attributes of
+ * readdirplus to the kernel, which then needs no lookup per entry.
+ */
 struct fs_lister {
 	void *buf;
 	fuse_fill_dir_t fill;
+	off_t skip; /* entries before this position were sent already */
+	off_t pos;  /* position of the next entry */
+	bool full;
 };
+
+/* Add one entry (st NULL: no attributes). Returns non-zero when full. */
+static int fs_list_add(struct fs_lister *l, const char *name,
+		       const struct stat *st)
+{
+	off_t pos = ++l->pos;
+
+	if (pos <= l->skip)
+		return 0;
+	if (l->fill(l->buf, name, st, pos, st ? FUSE_FILL_DIR_PLUS : 0)) {
+		l->full = true;
+		return 1;
+	}
+	return 0;
+}
 
 static int fs_list_contract(void *ctx, const char *name,
 			    const struct model_attr *a)
 {
-	struct fs_lister *l = ctx;
 	struct stat st;
 
 	fs_fill(&st, S_IFDIR | 0755, 2 + CONTRACT_DIR_COUNT - 1, 0,
 		a->mtime_ns);
-	return l->fill(l->buf, name, &st, 0, FUSE_FILL_DIR_PLUS);
+	return fs_list_add(ctx, name, &st);
 }
 
-static int fs_list_entry(void *buf, fuse_fill_dir_t fill,
-			 const struct fspath *p, const char *name)
+static int fs_list_entry(struct fs_lister *l, const struct fspath *p,
+			 const char *name)
 {
 	struct stat st;
 
 	if (fs_stat_path(p, &st))
 		return 0; /* vanished meanwhile: leave it out */
-	return fill(buf, name, &st, 0, FUSE_FILL_DIR_PLUS);
+	return fs_list_add(l, name, &st);
 }
 
-static void fs_list_contract_dir(void *buf, fuse_fill_dir_t fill,
-				 const struct fspath *dirp)
+static void fs_list_contract_dir(struct fs_lister *l, const struct fspath *dirp)
 {
 	enum contract_dir dir =
 		dirp->kind == FSPATH_CONTRACT ? CONTRACT_DIR_TOP : dirp->dir;
@@ -167,7 +205,7 @@ static void fs_list_contract_dir(void *buf, fuse_fill_dir_t fill,
 			continue;
 		p.kind = FSPATH_CONTRACT_FILE;
 		p.field = (int)f;
-		if (fs_list_entry(buf, fill, &p, field->name))
+		if (fs_list_entry(l, &p, field->name))
 			return;
 	}
 	if (dir != CONTRACT_DIR_TOP)
@@ -175,7 +213,7 @@ static void fs_list_contract_dir(void *buf, fuse_fill_dir_t fill,
 	for (int d = CONTRACT_DIR_TOP + 1; d < CONTRACT_DIR_COUNT; d++) {
 		p.kind = FSPATH_CONTRACT_DIR;
 		p.dir = (enum contract_dir)d;
-		if (fs_list_entry(buf, fill, &p,
+		if (fs_list_entry(l, &p,
 				  contract_dir_name((enum contract_dir)d)))
 			return;
 	}
@@ -192,12 +230,11 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 		    {"contracts", FSPATH_CONTRACTS},
 		    {"clusters", FSPATH_CLUSTERS},
 		    {"catalog", FSPATH_CATALOG}};
-	struct fs_lister l = {buf, fill};
+	struct fs_lister l = {buf, fill, off, 0, false};
 	struct fspath p, q;
 	struct stat st;
 	int rc = fspath_parse(path, &p);
 
-	(void)off;
 	(void)fi;
 	(void)flags;
 	if (rc == 0)
@@ -206,14 +243,14 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 		return rc;
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
-	fill(buf, ".", NULL, 0, 0);
-	fill(buf, "..", NULL, 0, 0);
+	if (fs_list_add(&l, ".", NULL) || fs_list_add(&l, "..", NULL))
+		return 0;
 	switch (p.kind) {
 	case FSPATH_ROOT:
 		for (size_t i = 0; i < sizeof(root) / sizeof(root[0]); i++) {
 			memset(&q, 0, sizeof(q));
 			q.kind = root[i].kind;
-			if (fs_list_entry(buf, fill, &q, root[i].name))
+			if (fs_list_entry(&l, &q, root[i].name))
 				break;
 		}
 		break;
@@ -222,7 +259,7 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 		break;
 	case FSPATH_CONTRACT:
 	case FSPATH_CONTRACT_DIR:
-		fs_list_contract_dir(buf, fill, &p);
+		fs_list_contract_dir(&l, &p);
 		break;
 	default:
 		break;
@@ -234,6 +271,7 @@ static int fs_mkdir(const char *path, mode_t mode)
 {
 	struct fspath parent;
 	const char *leaf;
+	char rel[256];
 	int rc = fspath_parse_parent(path, &parent, &leaf);
 
 	(void)mode;
@@ -243,18 +281,18 @@ static int fs_mkdir(const char *path, mode_t mode)
 	case FSPATH_CONTRACTS:
 		return model_contract_create(fs_ctx()->model, leaf);
 	case FSPATH_CONTRACT:
-		return model_contract_refuse(fs_ctx()->model, parent.contract,
-					     leaf, EACCES,
-					     "a contract holds a fixed set of "
-					     "files and folders; nothing can "
-					     "be created in it");
+		return fs_done(model_contract_refuse(
+			fs_ctx()->model, parent.contract, leaf, EACCES,
+			"a contract holds a fixed set of "
+			"files and folders; nothing can "
+			"be created in it"));
 	case FSPATH_CONTRACT_DIR:
-		return model_contract_refuse(fs_ctx()->model, parent.contract,
-					     contract_dir_name(parent.dir),
-					     EACCES,
-					     "this folder holds a fixed set of "
-					     "files; nothing can be created "
-					     "in it");
+		snprintf(rel, sizeof(rel), "%s/%s",
+			 contract_dir_name(parent.dir), leaf);
+		return fs_done(model_contract_refuse(
+			fs_ctx()->model, parent.contract, rel, EACCES,
+			"this folder holds a fixed set of files; nothing can "
+			"be created in it"));
 	default:
 		/* The root, clusters/ (made by deploy), catalog/; file
 		 * managers' trash folders at the root end here too. */
@@ -273,7 +311,8 @@ static int fs_rmdir(const char *path)
 	case FSPATH_CONTRACT:
 		return model_contract_remove(fs_ctx()->model, p.contract);
 	case FSPATH_CONTRACT_DIR:
-		return model_dir_reset(fs_ctx()->model, p.contract, (int)p.dir);
+		return fs_done(model_dir_reset(fs_ctx()->model, p.contract,
+					       (int)p.dir));
 	case FSPATH_CONTRACT_FILE:
 		return -ENOTDIR;
 	default:
@@ -289,7 +328,8 @@ static int fs_unlink(const char *path)
 	if (rc)
 		return rc;
 	if (p.kind == FSPATH_CONTRACT_FILE)
-		return model_file_reset(fs_ctx()->model, p.contract, p.field);
+		return fs_done(
+			model_file_reset(fs_ctx()->model, p.contract, p.field));
 	if (p.kind == FSPATH_README)
 		return -EACCES;
 	return -EISDIR;
@@ -305,18 +345,18 @@ static int fs_refuse_new(const char *path)
 	if (fspath_parse_parent(path, &parent, &leaf))
 		return -ENOENT;
 	if (parent.kind == FSPATH_CONTRACT) {
-		return model_contract_refuse(
+		return fs_done(model_contract_refuse(
 			fs_ctx()->model, parent.contract, leaf, EACCES,
 			"a contract holds a fixed set of files; this one is "
-			"not among them (see cclfs(1))");
+			"not among them (see cclfs(1))"));
 	}
 	if (parent.kind == FSPATH_CONTRACT_DIR) {
 		snprintf(rel, sizeof(rel), "%s/%s",
 			 contract_dir_name(parent.dir), leaf);
-		return model_contract_refuse(
+		return fs_done(model_contract_refuse(
 			fs_ctx()->model, parent.contract, rel, EACCES,
 			"this folder holds a fixed set of files; this one is "
-			"not among them (see cclfs(1))");
+			"not among them (see cclfs(1))"));
 	}
 	return -EACCES;
 }
@@ -355,7 +395,7 @@ static int fs_rename(const char *from, const char *to, unsigned int flags)
 	(void)flags;
 	if (fspath_parse(from, &p) == 0 && p.kind >= FSPATH_CONTRACT &&
 	    p.kind <= FSPATH_CONTRACT_FILE)
-		return model_contract_refuse(
+		return fs_done(model_contract_refuse(
 			fs_ctx()->model, p.contract,
 			p.kind == FSPATH_CONTRACT_FILE
 				? contract_field_at((size_t)p.field)->path
@@ -364,7 +404,7 @@ static int fs_rename(const char *from, const char *to, unsigned int flags)
 				: ".",
 			EPERM,
 			"nothing in cclfs can be renamed; copy the values "
-			"into a new contract instead");
+			"into a new contract instead"));
 	return -EPERM;
 }
 
@@ -431,8 +471,11 @@ static int fs_utimens(const char *path, const struct timespec tv[2],
 		return 0;
 	/* Only a plain touch (both times now) fires a trigger; touch -d,
 	 * touch -m and cp -p restore times and do not. */
-	if (tv[0].tv_nsec == UTIME_NOW && tv[1].tv_nsec == UTIME_NOW)
-		return model_file_touch(fs_ctx()->model, p.contract, p.field);
+	if (tv[0].tv_nsec == UTIME_NOW && tv[1].tv_nsec == UTIME_NOW) {
+		inval_serve(path);
+		return fs_done(
+			model_file_touch(fs_ctx()->model, p.contract, p.field));
+	}
 	return 0;
 }
 
@@ -442,6 +485,7 @@ static void fs_handle_free(struct fshandle *h)
 		return;
 	free(h->snap);
 	free(h->buf);
+	free(h->prior);
 	free(h);
 }
 
@@ -483,10 +527,9 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 	if (acc != O_RDONLY && !fs_writable(&p)) {
 		/* The kernel checks modes, but root passes that check. */
 		if (p.kind == FSPATH_CONTRACT_FILE)
-			return model_file_refuse(fs_ctx()->model, p.contract,
-						 p.field, EACCES,
-						 "this file is read-only; "
-						 "cclfs writes it");
+			return fs_done(model_file_refuse(
+				fs_ctx()->model, p.contract, p.field, EACCES,
+				"this file is read-only; cclfs writes it"));
 		return -EACCES;
 	}
 	if (p.kind == FSPATH_CONTRACT_FILE) {
@@ -534,18 +577,13 @@ static int fs_read(const char *path, char *buf, size_t size, off_t off,
 	return (int)n;
 }
 
-static int fs_write(const char *path, const char *data, size_t size, off_t off,
-		    struct fuse_file_info *fi)
+static int fs_write_handle(struct fshandle *h, const char *data, size_t size)
 {
-	struct fshandle *h = (struct fshandle *)(uintptr_t)fi->fh;
 	struct model *m = fs_ctx()->model;
 	const struct contract_field *f;
 	char *grown;
-	size_t old;
 	int rc;
 
-	(void)path;
-	(void)off; /* offsets are ignored: a value is replaced, not edited */
 	if (!fs_writable(&h->path))
 		return -EACCES;
 	f = contract_field_at((size_t)h->path.field);
@@ -554,27 +592,53 @@ static int fs_write(const char *path, const char *data, size_t size, off_t off,
 				      size);
 		return rc ? rc : (int)size;
 	}
-	if (h->len + size > FS_WRITE_MAX)
-		return model_file_refuse(m, h->path.contract, h->path.field,
-					 EFBIG,
-					 "the value written is longer than "
-					 "4096 bytes");
+	/* The bytes written through one descriptor form one value: once a
+	 * write is refused, what earlier writes committed is put back, and
+	 * later writes are refused too ("printf 'x\n7\n'" must not store 7). */
+	if (h->refused)
+		return h->refused;
+	if (!h->prior) {
+		rc = model_file_value(m, h->path.contract, h->path.field,
+				      &h->prior);
+		if (rc)
+			return rc;
+	}
+	if (h->len + size > FS_WRITE_MAX) {
+		rc = model_file_refuse(m, h->path.contract, h->path.field,
+				       EFBIG,
+				       "the value written is longer than "
+				       "4096 bytes");
+		goto refused;
+	}
 	grown = realloc(h->buf, h->len + size + 1);
 	if (!grown)
 		return -ENOMEM;
 	h->buf = grown;
-	old = h->len;
-	memcpy(h->buf + old, data, size);
+	memcpy(h->buf + h->len, data, size);
 	h->len += size;
 	rc = model_file_write(m, h->path.contract, h->path.field, h->buf,
 			      h->len);
-	if (rc) {
-		h->len = old; /* the refused bytes are not kept */
-		return rc;
-	}
+	if (rc)
+		goto refused;
+	h->changed = true;
 	if ((h->flags & O_ACCMODE) == O_RDWR)
 		fs_snapshot(h);
 	return (int)size;
+refused:
+	if (h->changed)
+		model_file_restore(m, h->path.contract, h->path.field,
+				   h->prior);
+	h->refused = rc;
+	return rc;
+}
+
+static int fs_write(const char *path, const char *data, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	(void)off; /* offsets are ignored: a value is replaced, not edited */
+	inval_serve(path);
+	return fs_done(fs_write_handle((struct fshandle *)(uintptr_t)fi->fh,
+				       data, size));
 }
 
 static int fs_flush(const char *path, struct fuse_file_info *fi)
@@ -609,8 +673,10 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	/* Unlink (rm resets a value) must never turn into a rename to a
 	 * .fuse_hidden file, which cclfs refuses. */
 	cfg->hard_remove = 1;
-	cfg->entry_timeout = 1.0;
-	cfg->attr_timeout = 1.0;
+	/* Every change the daemon makes on its own is invalidated (fs_done,
+	 * inval), so the kernel may keep what it learnt for a while. */
+	cfg->entry_timeout = 10.0;
+	cfg->attr_timeout = 10.0;
 	cfg->negative_timeout = 0;
 	fs->inval = inval_start(fuse_get_context()->fuse);
 	model_set_changed(fs->model, inval_push, fs->inval);

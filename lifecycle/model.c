@@ -591,7 +591,7 @@ static void model_clear_error(struct model *m, struct model_contract *c,
  * transaction; memory changes only once it is durable.
  */
 static int model_commit(struct model *m, struct model_contract *c, size_t f,
-			const char *text, int64_t now)
+			const char *text, int64_t now, bool clear_error)
 {
 	const struct contract_field *field = contract_field_at(f);
 	int res = contract_field_find(CONTRACT_DIR_TOP, "resolution");
@@ -607,7 +607,8 @@ static int model_commit(struct model *m, struct model_contract *c, size_t f,
 			    sizeof(err)) ||
 	    (clear_res && store_value_put(m->store, c->name, "resolution", "",
 					  now, err, sizeof(err))) ||
-	    model_clear_error_stored(m, c, now, err, sizeof(err)) ||
+	    (clear_error &&
+	     model_clear_error_stored(m, c, now, err, sizeof(err))) ||
 	    store_commit(m->store, err, sizeof(err))) {
 		store_rollback(m->store);
 		free(copy);
@@ -628,7 +629,8 @@ static int model_commit(struct model *m, struct model_contract *c, size_t f,
 		c->values[res].mtime_ns = now;
 		model_notify(m, c, "resolution");
 	}
-	model_clear_error(m, c, now);
+	if (clear_error)
+		model_clear_error(m, c, now);
 	return 0;
 }
 
@@ -716,9 +718,43 @@ int model_file_write(struct model *m, const char *contract, int field,
 			model_clear_error(m, c, model_now());
 		else
 			rc = model_commit(m, c, (size_t)field, norm,
-					  model_now());
+					  model_now(), true);
 	}
 out:
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+int model_file_value(struct model *m, const char *contract, int field,
+		     char **value)
+{
+	struct model_contract *c;
+	int rc;
+
+	pthread_mutex_lock(&m->lock);
+	rc = model_lookup(m, contract, field, &c);
+	if (rc == 0) {
+		*value = strdup(model_value(c, (size_t)field));
+		if (!*value)
+			rc = -ENOMEM;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+int model_file_restore(struct model *m, const char *contract, int field,
+		       const char *value)
+{
+	struct model_contract *c;
+	int rc;
+
+	pthread_mutex_lock(&m->lock);
+	rc = model_lookup(m, contract, field, &c);
+	if (rc == 0 &&
+	    contract_field_at((size_t)field)->file == CONTRACT_FILE_VALUE &&
+	    strcmp(model_value(c, (size_t)field), value) != 0)
+		rc = model_commit(m, c, (size_t)field, value, model_now(),
+				  false);
 	pthread_mutex_unlock(&m->lock);
 	return rc;
 }
@@ -756,7 +792,7 @@ static int model_reset_locked(struct model *m, struct model_contract *c,
 	if (field->file != CONTRACT_FILE_VALUE ||
 	    strcmp(model_value(c, f), field->def) == 0)
 		return 0;
-	return model_commit(m, c, f, field->def, now);
+	return model_commit(m, c, f, field->def, now, true);
 }
 
 int model_file_reset(struct model *m, const char *contract, int field)

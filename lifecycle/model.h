@@ -58,6 +58,14 @@ int model_file_read(struct model *m, const char *contract, int field,
 /* Validate and commit a whole value (or fire a trigger with text). */
 int model_file_write(struct model *m, const char *contract, int field,
 		     const char *text, size_t len);
+/* The stored value of a value file (normal form, no newline), malloc'd:
+ * what a descriptor restores if a later write on it is refused. */
+int model_file_value(struct model *m, const char *contract, int field,
+		     char **value);
+/* Put back a value taken with model_file_value, keeping the error file as
+ * it is (it explains the refusal that caused the restore). */
+int model_file_restore(struct model *m, const char *contract, int field,
+		       const char *value);
 /* touch: fire a trigger; accepted and ignored on a value file. */
 int model_file_touch(struct model *m, const char *contract, int field);
 /* rm: reset a value file to its default (no-op for the others). */

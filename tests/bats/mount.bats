@@ -1,0 +1,149 @@
+#!/usr/bin/env bats
+# The daemon: mounting in the foreground and background, unmounting,
+# --help and --version, and the clear failures before anything is mounted.
+
+load helpers
+
+setup() {
+	cclfs_setup --no-mount
+}
+
+teardown() {
+	cclfs_teardown
+}
+
+@test "--help and --version print and exit 0" {
+	run "$CCLFS_BIN" --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"usage:"*"MOUNTPOINT"* ]]
+	[[ "$output" == *"statedir=DIR"* ]]
+	run "$CCLFS_BIN" --version
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ ^cclfs\ [0-9]+\.[0-9]+\.[0-9]+ ]]
+}
+
+@test "foreground mount shows the tree; fusermount3 -u ends the daemon with 0" {
+	cclfs_mount
+	run ls "$MNT"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf 'README\ncatalog\nclusters\ncontracts')" ]
+	grep -q "cclfs: clusters of machines" "$MNT/README"
+	cclfs_unmount
+	! cclfs_is_mounted
+}
+
+@test "without -f the daemon goes to the background, records its pid, and unmounts cleanly" {
+	run "$CCLFS_BIN" "$MNT" -o statedir="$STATE"
+	[ "$status" -eq 0 ]
+	cclfs_is_mounted
+	pid=$(cat "$STATE/lock")
+	cclfs_track_pid "$pid"
+	kill -0 "$pid"
+	mkdir "$MNT/contracts/bg"
+	[ -d "$MNT/contracts/bg/manager" ]
+	fusermount3 -u "$MNT"
+	for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+	! kill -0 "$pid" 2>/dev/null
+}
+
+@test "the state directory is created with mode 0700, parents included" {
+	rm -rf "$STATE"
+	STATE=$TESTDIR/deep/er/state
+	cclfs_mount
+	[ "$(stat -c %a "$STATE")" = 700 ]
+	[ "$(stat -c %a "$STATE/state.db")" = 600 ]
+}
+
+@test "the default state directory is \$XDG_STATE_HOME/cclfs, else ~/.local/state/cclfs" {
+	"$CCLFS_BIN" "$MNT" -f 3>&- &
+	CCLFS_PID=$!
+	cclfs_track_pid "$CCLFS_PID"
+	cclfs_wait_mounted "$CCLFS_PID"
+	[ "$(stat -c %a "$HOME/.local/state/cclfs")" = 700 ]
+	cclfs_unmount
+	export XDG_STATE_HOME=$TESTDIR/xdg
+	"$CCLFS_BIN" "$MNT" -f 3>&- &
+	CCLFS_PID=$!
+	cclfs_track_pid "$CCLFS_PID"
+	cclfs_wait_mounted "$CCLFS_PID"
+	[ -f "$XDG_STATE_HOME/cclfs/state.db" ]
+	cclfs_unmount
+}
+
+@test "a second daemon on the same state directory is refused with the first one's pid" {
+	cclfs_mount
+	mkdir "$TESTDIR/mnt2"
+	run "$CCLFS_BIN" "$TESTDIR/mnt2" -f -o statedir="$STATE"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"in use by another cclfs (pid $CCLFS_PID)"* ]]
+}
+
+@test "a missing mount point is refused with a clear message" {
+	run "$CCLFS_BIN" "$TESTDIR/nowhere" -o statedir="$STATE"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"mount point"*"$TESTDIR/nowhere"*"No such file or directory"* ]]
+	run "$CCLFS_BIN" "$TESTDIR/home/../daemon.missing" -o statedir="$STATE"
+	[ "$status" -ne 0 ]
+	touch "$TESTDIR/afile"
+	run "$CCLFS_BIN" "$TESTDIR/afile" -o statedir="$STATE"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"is not a directory"* ]]
+	run "$CCLFS_BIN"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"no mount point given"* ]]
+}
+
+@test "a missing /dev/fuse is refused with a clear message" {
+	command -v unshare >/dev/null || skip "unshare is not installed"
+	# A private mount namespace whose /dev has no fuse device.
+	run unshare -m sh -c 'mount -t tmpfs none /dev && "$0" "$1" -o statedir="$2"' \
+		"$CCLFS_BIN" "$MNT" "$STATE"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"/dev/fuse does not exist"* ]]
+}
+
+@test "an unreadable or malformed configuration file is refused with file and line" {
+	run "$CCLFS_BIN" "$MNT" -o statedir="$STATE",config="$TESTDIR/none.conf"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"cannot read configuration file $TESTDIR/none.conf: No such file or directory"* ]]
+
+	printf '[defaults]\nresolve_policy = "cheapest"\n[bogus]\nx = 1\n' >"$TESTDIR/bad.conf"
+	run "$CCLFS_BIN" "$MNT" -o statedir="$STATE",config="$TESTDIR/bad.conf"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"bad.conf:4: unknown section [bogus]"* ]]
+
+	printf '[defaults]\nresolve_policy = "random"\n' >"$TESTDIR/bad.conf"
+	CCLFS_CONFIG=$TESTDIR/bad.conf run "$CCLFS_BIN" "$MNT" -o statedir="$STATE"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"bad.conf:2: [defaults] resolve_policy: \"random\" is not a resolve policy"* ]]
+
+	printf '[defaults]\nthis is not a key value line\n' >"$TESTDIR/bad.conf"
+	run "$CCLFS_BIN" "$MNT" -o statedir="$STATE",config="$TESTDIR/bad.conf"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"bad.conf:2:"* ]]
+
+	if [ "$(id -u)" -ne 0 ]; then
+		printf '[defaults]\n' >"$TESTDIR/secret.conf"
+		chmod 000 "$TESTDIR/secret.conf"
+		run "$CCLFS_BIN" "$MNT" -o statedir="$STATE",config="$TESTDIR/secret.conf"
+		[ "$status" -ne 0 ]
+		[[ "$output" == *"Permission denied"* ]]
+	fi
+	! cclfs_is_mounted
+}
+
+@test "the configuration is found in \$CCLFS_CONFIG, ./cclfs.conf and ~/.config/cclfs" {
+	printf '[defaults]\nresolve_policy = "cheapest"\n[nonsense]\nkey = 1\n' >"$TESTDIR/cclfs.conf"
+	run "$CCLFS_BIN" "$MNT" -o statedir="$STATE"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"$TESTDIR/cclfs.conf:4: unknown section [nonsense]"* ]]
+	rm "$TESTDIR/cclfs.conf"
+	mkdir -p "$HOME/.config/cclfs"
+	printf '[nonsense]\nkey = 1\n' >"$HOME/.config/cclfs/cclfs.conf"
+	run "$CCLFS_BIN" "$MNT" -o statedir="$STATE"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"$HOME/.config/cclfs/cclfs.conf:2: unknown section [nonsense]"* ]]
+	printf '[nonsense]\nkey = 1\n' >"$TESTDIR/env.conf"
+	CCLFS_CONFIG=$TESTDIR/env.conf run "$CCLFS_BIN" "$MNT" -o statedir="$STATE"
+	[[ "$output" == *"env.conf:2: unknown section"* ]]
+}
