@@ -17,6 +17,7 @@ void catalog_close(struct catalog *cat);
 int catalog_add_local(struct catalog *cat, double vcpus, double memory_bytes);
 
 size_t catalog_count(const struct catalog *cat);
+/* Type i, for i < catalog_count(). */
 const struct resolver_instance *catalog_at(const struct catalog *cat, size_t i);
 
 #endif

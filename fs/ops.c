@@ -493,7 +493,6 @@ static int fs_snapshot(struct fshandle *h)
 {
 	char *snap = NULL;
 	size_t len = 0;
-	int rc = 0;
 
 	if (h->path.kind == FSPATH_README) {
 		snap = malloc(fsreadme_size + 1);
@@ -502,8 +501,9 @@ static int fs_snapshot(struct fshandle *h)
 		memcpy(snap, fsreadme_text, fsreadme_size + 1);
 		len = fsreadme_size;
 	} else {
-		rc = model_file_read(fs_ctx()->model, h->path.contract,
-				     h->path.field, &snap, &len);
+		int rc = model_file_read(fs_ctx()->model, h->path.contract,
+					 h->path.field, &snap, &len);
+
 		if (rc)
 			return rc;
 	}

@@ -431,12 +431,12 @@ static void test_large(void)
 
 	/* Fits as a number but not once scaled to bytes or bits/s. */
 	memset(big, '9', 300);
-	strcpy(big + 300, "P");
+	memcpy(big + 300, "P", 2);
 	BAD(BYTES, big);
 	BAD(BITRATE, big);
 	CHECK(strstr(message(ASSUMPTION_BYTES, big), "too large") != NULL);
 	memset(big, '9', 300);
-	strcpy(big + 300, "K");
+	memcpy(big + 300, "K", 2);
 	OK(BYTES, big, JUST, a.lo * 1024, a.lo * 1024);
 	struct assumption b;
 
@@ -447,12 +447,12 @@ static void test_large(void)
 
 	/* Leading zeros and a long fraction do not make a number large. */
 	memset(big, '0', 1000);
-	strcpy(big + 1000, "1.5");
+	memcpy(big + 1000, "1.5", 4);
 	OK(COUNT, big, JUST, 1.5, 1.5);
 	NORM(COUNT, big, "just 1.5");
-	strcpy(big, "1.");
+	memcpy(big, "1.", 3);
 	memset(big + 2, '0', 2000);
-	strcpy(big + 2002, "G");
+	memcpy(big + 2002, "G", 2);
 	OK(BYTES, big, JUST, GiB, GiB);
 	NORM(BYTES, big, "just 1G");
 
