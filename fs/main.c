@@ -46,7 +46,7 @@ static const struct fuse_opt cclfs_optspec[] = {
 
 static void cclfs_usage(const char *prog)
 {
-	printf("usage: %s MOUNTPOINT [-f] [-d] [-o OPTION[,OPTION...]]\n"
+	printf("usage: %s MOUNTPOINT [-f] [-d] [-s] [-o OPTION[,OPTION...]]\n"
 	       "\n"
 	       "Mount cclfs: clusters of machines driven with file "
 	       "operations.\n"
@@ -135,7 +135,7 @@ int main(int argc, char *argv[])
 	if (!cmd.mountpoint) {
 		fprintf(stderr,
 			"cclfs: no mount point given\nusage: %s MOUNTPOINT "
-			"[-f] [-d] [-o config=FILE,statedir=DIR]\n",
+			"[-f] [-d] [-s] [-o OPTION[,OPTION...]] (see --help)\n",
 			argv[0]);
 		goto out;
 	}

@@ -23,39 +23,48 @@ struct config_parse {
 	int failed;
 };
 
-/* Strip one pair of TOML quotes: "..." (with \" and \\) or '...'. */
+/* Strip one pair of TOML quotes: "..." (with \" and \\) or '...', and a
+ * trailing "# comment" after the value. */
 static int config_unquote(const char *in, char *out, size_t outlen)
 {
-	size_t n = strlen(in), o = 0;
+	size_t n = strlen(in), o = 0, i = 1;
+	char q = in[0];
 
-	if (n >= 2 && in[0] == '\'' && in[n - 1] == '\'') {
-		if (n - 2 >= outlen)
+	if (q != '"' && q != '\'') {
+		/* A bare value ends where a " #" comment starts. */
+		const char *hash = in;
+
+		while ((hash = strchr(hash, '#')) &&
+		       (hash == in || (hash[-1] != ' ' && hash[-1] != '\t')))
+			hash++;
+		if (hash)
+			n = (size_t)(hash - in);
+		while (n && (in[n - 1] == ' ' || in[n - 1] == '\t'))
+			n--;
+		if (n >= outlen)
 			return -1;
-		memcpy(out, in + 1, n - 2);
-		out[n - 2] = '\0';
+		memcpy(out, in, n);
+		out[n] = '\0';
 		return 0;
 	}
-	if (n >= 2 && in[0] == '"' && in[n - 1] == '"') {
-		for (size_t i = 1; i + 1 < n; i++) {
-			char c = in[i];
+	for (; i < n && in[i] != q; i++) {
+		char c = in[i];
 
-			if (c == '\\' && i + 2 < n) {
-				c = in[++i];
-				c = c == 'n' ? '\n' : c == 't' ? '\t' : c;
-			} else if (c == '"') {
-				return -1;
-			}
-			if (o + 1 >= outlen)
-				return -1;
-			out[o++] = c;
+		if (q == '"' && c == '\\' && i + 1 < n) {
+			c = in[++i];
+			c = c == 'n' ? '\n' : c == 't' ? '\t' : c;
 		}
-		out[o] = '\0';
-		return 0;
+		if (o + 1 >= outlen)
+			return -1;
+		out[o++] = c;
 	}
-	if (n >= outlen)
-		return -1;
-	memcpy(out, in, n + 1);
-	return 0;
+	if (i >= n)
+		return -1; /* no closing quote */
+	out[o] = '\0';
+	/* After the closing quote: blanks, then nothing or a comment. */
+	for (i++; i < n && (in[i] == ' ' || in[i] == '\t'); i++)
+		;
+	return i == n || in[i] == '#' ? 0 : -1;
 }
 
 static int config_handler(void *user, const char *section, const char *key,

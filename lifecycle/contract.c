@@ -122,7 +122,10 @@ static void contract_build(void)
 	contract_add_assumptions(CONTRACT_DIR_WORKER);
 	for (size_t i = 0; i < CONTRACT_CONFIG_COUNT; i++)
 		contract_add(CONTRACT_DIR_CONFIG, contract_config[i].name,
-			     CONTRACT_FILE_VALUE, CONTRACT_ROLE_PLAIN,
+			     CONTRACT_FILE_VALUE,
+			     contract_config[i].type == TYPE_POLICY
+				     ? CONTRACT_ROLE_POLICY
+				     : CONTRACT_ROLE_PLAIN,
 			     contract_config[i].type, -1, "");
 }
 
@@ -272,6 +275,32 @@ static int contract_word(const char *s, size_t n, const char *q,
 		}
 	}
 	return 0;
+}
+
+int contract_cluster_name(const char *text, size_t len, char *out,
+			  size_t outlen, char *err, size_t errlen)
+{
+	const char *s = text;
+	size_t n = len;
+	char q[64];
+
+	while (n && contract_is_blank(*s))
+		s++, n--;
+	while (n && contract_is_blank(s[n - 1]))
+		n--;
+	contract_quote(s, n, q, sizeof(q));
+	if (n > CONTRACT_NAME_MAX || n + 1 > outlen || memchr(s, '\0', n))
+		goto bad;
+	memcpy(out, s, n);
+	out[n] = '\0';
+	if (n == 0 || contract_name_valid(out))
+		return 0;
+bad:
+	snprintf(err, errlen,
+		 "%s is not a cluster name: use 1 to 64 letters, digits, "
+		 "'.', '_' or '-'",
+		 q);
+	return -EINVAL;
 }
 
 int contract_normalise(const struct contract_field *f, const char *text,

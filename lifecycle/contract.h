@@ -36,6 +36,7 @@ enum contract_role {
 	CONTRACT_ROLE_RESOLUTION,
 	CONTRACT_ROLE_CANDIDATES,
 	CONTRACT_ROLE_ERROR,
+	CONTRACT_ROLE_POLICY, /* config/resolve_policy */
 };
 
 struct contract_field {
@@ -66,6 +67,11 @@ int contract_dir_find(const char *name);
 /* Whether a user-given name (contract or cluster) is acceptable:
  * [A-Za-z0-9._-]{1,64}, and not "." or "..". */
 bool contract_name_valid(const char *name);
+
+/* Check a name written to deploy (surrounding blanks ignored): 0 with the
+ * name in out ("" when none was given), or -EINVAL with why in err. */
+int contract_cluster_name(const char *text, size_t len, char *out,
+			  size_t outlen, char *err, size_t errlen);
 
 /*
  * Validate `len` bytes written to value field f and write its normal form

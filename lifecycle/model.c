@@ -174,10 +174,17 @@ static int model_insert(struct model *m, struct model_contract *c)
 	return 0;
 }
 
-static bool model_feeds_resolution(const struct contract_field *f)
+/* Whether a change of f makes the candidates file stale. */
+static bool model_feeds_candidates(const struct contract_field *f)
 {
 	return f->role == CONTRACT_ROLE_ASSUMPTION ||
 	       f->role == CONTRACT_ROLE_CLUSTER_TYPE;
+}
+
+/* Whether a change of f makes a stored resolution stale. */
+static bool model_feeds_resolution(const struct contract_field *f)
+{
+	return model_feeds_candidates(f) || f->role == CONTRACT_ROLE_POLICY;
 }
 
 /* --- loading --- */
@@ -221,7 +228,7 @@ static int model_load_value(void *ctx, const char *contract, const char *file,
 	if (!c->values[f].text)
 		return -1;
 	c->values[f].mtime_ns = changed_ns;
-	if (model_feeds_resolution(field) && changed_ns > c->assumptions_ns)
+	if (model_feeds_candidates(field) && changed_ns > c->assumptions_ns)
 		c->assumptions_ns = changed_ns;
 	return 0;
 }
@@ -617,7 +624,7 @@ static int model_commit(struct model *m, struct model_contract *c, size_t f,
 	free(c->values[f].text);
 	c->values[f].text = copy;
 	c->values[f].mtime_ns = now;
-	if (model_feeds_resolution(field)) {
+	if (model_feeds_candidates(field)) {
 		c->assumptions_ns = now;
 		free(c->candidates);
 		c->candidates = NULL;
@@ -676,14 +683,17 @@ static int model_fire(struct model *m, struct model_contract *c, size_t f,
 	int64_t now = model_now();
 	int rc;
 
+	char name[CONTRACT_NAME_MAX + 1], why[MODEL_ERR_MAX];
+
 	if (field->role == CONTRACT_ROLE_RESOLVE)
 		return model_resolve(m, c, f, now);
-	/* deploy: resolve first, as deploy will; clusters come with the
-	 * lifecycle of clusters. */
-	(void)arg;
-	(void)len;
-	rc = model_resolve(
-		m, c, contract_field_find(CONTRACT_DIR_TOP, "resolve"), now);
+	/* deploy: check the name, resolve as deploy will, then refuse: the
+	 * lifecycle of clusters is not part of this version. */
+	rc = contract_cluster_name(arg, len, name, sizeof(name), why,
+				   sizeof(why));
+	if (rc)
+		return model_fail(m, c, f, rc, why);
+	rc = model_resolve(m, c, f, now);
 	if (rc)
 		return rc;
 	return model_fail(m, c, f, -EOPNOTSUPP,

@@ -117,6 +117,11 @@ teardown() {
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"bad.conf:2: [defaults] resolve_policy: \"random\" is not a resolve policy"* ]]
 
+	printf '[defaults]\nresolve_policy = "cheapest" trailing\n' >"$TESTDIR/bad.conf"
+	run "$CCLFS_BIN" "$MNT" -o statedir="$STATE",config="$TESTDIR/bad.conf"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"bad.conf:2: [defaults] resolve_policy: the value is badly quoted"* ]]
+
 	printf '[defaults]\nthis is not a key value line\n' >"$TESTDIR/bad.conf"
 	run "$CCLFS_BIN" "$MNT" -o statedir="$STATE",config="$TESTDIR/bad.conf"
 	[ "$status" -ne 0 ]
@@ -130,6 +135,26 @@ teardown() {
 		[[ "$output" == *"Permission denied"* ]]
 	fi
 	! cclfs_is_mounted
+}
+
+@test "a configuration with comments, quotes and every [defaults] key mounts" {
+	cat >"$TESTDIR/good.conf" <<-'CONF'
+	# cclfs configuration
+	[defaults]
+	resolve_policy = "cheapest"   # take the lowest price
+	user = 'ubuntu'
+	tunneled = yes # normalised to true
+	mpiflags = "--map-by node"
+	; an ini-style comment
+	[local]
+	[ec2]
+	region = "us-east-1"
+	CONF
+	cclfs_mount -o config="$TESTDIR/good.conf"
+	mkdir "$MNT/contracts/c"
+	# The only instance type fits: with either policy the contract resolves.
+	touch "$MNT/contracts/c/resolve"
+	[ -s "$MNT/contracts/c/resolution" ]
 }
 
 @test "the configuration is found in \$CCLFS_CONFIG, ./cclfs.conf and ~/.config/cclfs" {
@@ -146,4 +171,15 @@ teardown() {
 	printf '[nonsense]\nkey = 1\n' >"$TESTDIR/env.conf"
 	CCLFS_CONFIG=$TESTDIR/env.conf run "$CCLFS_BIN" "$MNT" -o statedir="$STATE"
 	[[ "$output" == *"env.conf:2: unknown section"* ]]
+}
+
+@test "-d stays in the foreground and prints every request" {
+	"$CCLFS_BIN" "$MNT" -d -o statedir="$STATE" >"$TESTDIR/debug.log" 2>&1 3>&- &
+	CCLFS_PID=$!
+	cclfs_track_pid "$CCLFS_PID"
+	cclfs_wait_mounted "$CCLFS_PID"
+	mkdir "$MNT/contracts/dbg"
+	cclfs_unmount
+	grep -q "MKDIR" "$TESTDIR/debug.log"
+	grep -q "created contracts/dbg" "$TESTDIR/debug.log"
 }

@@ -60,12 +60,35 @@ teardown() {
 	[ ! -s "$C/error" ]
 }
 
-@test "deploy resolves the contract and says clusters are not supported yet" {
+@test "deploy checks the name, resolves the contract, and says clusters are not supported yet" {
 	run touch "$C/deploy"
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"Operation not supported"* ]]
 	[ -s "$C/resolution" ]
 	[[ "$(cat "$C/error")" == "contracts/c1/deploy: deploying clusters is not supported"* ]]
+	run_shell "echo mycluster > contracts/c1/deploy"
+	[[ "$output" == *"Operation not supported"* ]]
+	run_shell "echo 'my cluster' > contracts/c1/deploy"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"Invalid argument"* ]]
+	[ "$(cat "$C/error")" = "contracts/c1/deploy: \"my cluster\" is not a cluster name: use 1 to 64 letters, digits, '.', '_' or '-'" ]
+	# A failed resolution is reported against deploy, which failed.
+	echo 'atleast 1P' >"$C/node_memory_size"
+	run touch "$C/deploy"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"Invalid argument"* ]]
+	[[ "$(cat "$C/error")" == "contracts/c1/deploy: no instance type satisfies node_memory_size"* ]]
+}
+
+@test "changing the resolve policy clears a stored resolution; node_count does not" {
+	touch "$C/resolve"
+	[ -s "$C/resolution" ]
+	echo 5 >"$C/node_count"
+	[ -s "$C/resolution" ]
+	echo cheapest >"$C/config/resolve_policy"
+	[ ! -s "$C/resolution" ]
+	touch "$C/resolve"
+	[ -s "$C/resolution" ]
 }
 
 @test "ls -l shows true sizes and the time each value last changed" {
