@@ -128,6 +128,27 @@ static int fs_stat_path(const struct fspath *p, struct stat *st)
 			fs_fill(st, fs_file_mode(p->field), 1, a.size,
 				a.mtime_ns);
 		break;
+	case FSPATH_CATALOG_PROVIDER:
+		if (!model_catalog_type(m, p->provider, 0))
+			return -ENOENT;
+		fs_fill(st, S_IFDIR | 0755, 2, 0, fs_mounted_ns());
+		break;
+	case FSPATH_CATALOG_TYPE:
+		if (!model_catalog_type_exists(m, p->provider, p->type))
+			return -ENOENT;
+		fs_fill(st, S_IFDIR | 0755, 2, 0, fs_mounted_ns());
+		break;
+	case FSPATH_CATALOG_FILE: {
+		char *buf = NULL;
+		size_t len = 0;
+
+		rc = model_catalog_feature(m, p->provider, p->type, p->feature,
+					   &buf, &len);
+		free(buf);
+		if (rc == 0)
+			fs_fill(st, S_IFREG | 0444, 1, len, fs_mounted_ns());
+		break;
+	}
 	}
 	return rc;
 }
@@ -219,6 +240,46 @@ static void fs_list_contract_dir(struct fs_lister *l, const struct fspath *dirp)
 	}
 }
 
+/* catalog/, catalog/PROVIDER/ and catalog/PROVIDER/TYPE/. */
+static void fs_list_catalog(struct fs_lister *l, const struct fspath *dirp)
+{
+	struct model *m = fs_ctx()->model;
+	struct fspath p = *dirp;
+	const char *name, *providers[16];
+	size_t n;
+
+	switch (dirp->kind) {
+	case FSPATH_CATALOG:
+		n = model_catalog_providers(m, providers, 16);
+		p.kind = FSPATH_CATALOG_PROVIDER;
+		for (size_t i = 0; i < n; i++) {
+			snprintf(p.provider, sizeof(p.provider), "%s",
+				 providers[i]);
+			if (fs_list_entry(l, &p, providers[i]))
+				return;
+		}
+		break;
+	case FSPATH_CATALOG_PROVIDER:
+		p.kind = FSPATH_CATALOG_TYPE;
+		for (size_t i = 0;
+		     (name = model_catalog_type(m, dirp->provider, i)); i++) {
+			snprintf(p.type, sizeof(p.type), "%s", name);
+			if (fs_list_entry(l, &p, name))
+				return;
+		}
+		break;
+	default:
+		p.kind = FSPATH_CATALOG_FILE;
+		for (size_t i = 0; (name = model_catalog_feature_name(i));
+		     i++) {
+			snprintf(p.feature, sizeof(p.feature), "%s", name);
+			if (fs_list_entry(l, &p, name))
+				return;
+		}
+		break;
+	}
+}
+
 static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 		      off_t off, struct fuse_file_info *fi,
 		      enum fuse_readdir_flags flags)
@@ -260,6 +321,11 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 	case FSPATH_CONTRACT:
 	case FSPATH_CONTRACT_DIR:
 		fs_list_contract_dir(&l, &p);
+		break;
+	case FSPATH_CATALOG:
+	case FSPATH_CATALOG_PROVIDER:
+	case FSPATH_CATALOG_TYPE:
+		fs_list_catalog(&l, &p);
 		break;
 	default:
 		break;
@@ -330,7 +396,7 @@ static int fs_unlink(const char *path)
 	if (p.kind == FSPATH_CONTRACT_FILE)
 		return fs_done(
 			model_file_reset(fs_ctx()->model, p.contract, p.field));
-	if (p.kind == FSPATH_README)
+	if (p.kind == FSPATH_README || p.kind == FSPATH_CATALOG_FILE)
 		return -EACCES;
 	return -EISDIR;
 }
@@ -464,7 +530,7 @@ static int fs_utimens(const char *path, const struct timespec tv[2],
 		if (rc)
 			return rc;
 	}
-	if (p.kind == FSPATH_README ||
+	if (p.kind == FSPATH_README || p.kind == FSPATH_CATALOG_FILE ||
 	    (p.kind == FSPATH_CONTRACT_FILE && !fs_writable(&p)))
 		return -EACCES;
 	if (p.kind != FSPATH_CONTRACT_FILE)
@@ -500,6 +566,13 @@ static int fs_snapshot(struct fshandle *h)
 			return -ENOMEM;
 		memcpy(snap, fsreadme_text, fsreadme_size + 1);
 		len = fsreadme_size;
+	} else if (h->path.kind == FSPATH_CATALOG_FILE) {
+		int rc = model_catalog_feature(fs_ctx()->model,
+					       h->path.provider, h->path.type,
+					       h->path.feature, &snap, &len);
+
+		if (rc)
+			return rc;
 	} else {
 		int rc = model_file_read(fs_ctx()->model, h->path.contract,
 					 h->path.field, &snap, &len);
@@ -522,7 +595,8 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 
 	if (rc)
 		return rc;
-	if (p.kind != FSPATH_README && p.kind != FSPATH_CONTRACT_FILE)
+	if (p.kind != FSPATH_README && p.kind != FSPATH_CONTRACT_FILE &&
+	    p.kind != FSPATH_CATALOG_FILE)
 		return -EISDIR;
 	if (acc != O_RDONLY && !fs_writable(&p)) {
 		/* The kernel checks modes, but root passes that check. */

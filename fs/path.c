@@ -53,6 +53,18 @@ int fspath_parse(const char *path, struct fspath *out)
 			return -ENOENT;
 		return 0;
 	}
+	if (strcmp(part[0], "catalog") == 0) {
+		char *dst[3] = {out->provider, out->type, out->feature};
+
+		for (int i = 1; i < n; i++)
+			if (snprintf(dst[i - 1], FSPATH_CATALOG_NAME_MAX + 1,
+				     "%s", part[i]) > FSPATH_CATALOG_NAME_MAX)
+				return -ENOENT;
+		out->kind = n == 2   ? FSPATH_CATALOG_PROVIDER
+			    : n == 3 ? FSPATH_CATALOG_TYPE
+				     : FSPATH_CATALOG_FILE;
+		return 0;
+	}
 	if (strcmp(part[0], "contracts") != 0 ||
 	    strlen(part[1]) > CONTRACT_NAME_MAX)
 		return -ENOENT;

@@ -16,13 +16,22 @@ enum fspath_kind {
 	FSPATH_CONTRACT_FILE, /* a file of the contract schema */
 	FSPATH_CLUSTERS,
 	FSPATH_CATALOG,
+	FSPATH_CATALOG_PROVIDER, /* catalog/PROVIDER */
+	FSPATH_CATALOG_TYPE,	 /* catalog/PROVIDER/TYPE */
+	FSPATH_CATALOG_FILE,	 /* catalog/PROVIDER/TYPE/FEATURE */
 };
+
+#define FSPATH_CATALOG_NAME_MAX 127
 
 struct fspath {
 	enum fspath_kind kind;
 	char contract[CONTRACT_NAME_MAX + 1];
 	enum contract_dir dir; /* FSPATH_CONTRACT_DIR */
 	int field;	       /* FSPATH_CONTRACT_FILE */
+	/* FSPATH_CATALOG_*: the parts of the path below catalog/ */
+	char provider[FSPATH_CATALOG_NAME_MAX + 1];
+	char type[FSPATH_CATALOG_NAME_MAX + 1];
+	char feature[FSPATH_CATALOG_NAME_MAX + 1];
 };
 
 /* Parse an absolute path of the mount. Returns 0, or -ENOENT when no

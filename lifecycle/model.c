@@ -6,6 +6,7 @@
 #include "lifecycle/contract.h"
 #include "lifecycle/resolution.h"
 #include "lifecycle/store.h"
+#include "resolver/assumption.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -722,6 +723,19 @@ int model_file_write(struct model *m, const char *contract, int field,
 	} else {
 		rc = contract_normalise(f, text, len, norm, sizeof(norm), why,
 					sizeof(why));
+		/* A type name must be one the catalog knows; it is kept in the
+		 * catalog's spelling. */
+		if (rc == 0 && f->role == CONTRACT_ROLE_ASSUMPTION &&
+		    assumption_fields[f->assumption].kind == ASSUMPTION_TYPE &&
+		    *norm) {
+			char name[CONTRACT_VALUE_MAX + 1];
+
+			rc = resolution_check_name(m->resolution, f->assumption,
+						   norm, name, sizeof(name),
+						   why, sizeof(why));
+			if (rc == 0)
+				memcpy(norm, name, strlen(name) + 1);
+		}
 		if (rc)
 			rc = model_fail(m, c, (size_t)field, rc, why);
 		else if (strcmp(norm, model_value(c, (size_t)field)) == 0)
@@ -861,4 +875,35 @@ int model_contract_refuse(struct model *m, const char *contract,
 		model_fail_path(m, c, relpath, rc, reason);
 	pthread_mutex_unlock(&m->lock);
 	return rc;
+}
+
+/* --- catalog/ --- */
+
+size_t model_catalog_providers(struct model *m, const char **out, size_t max)
+{
+	return resolution_providers(m->resolution, out, max);
+}
+
+const char *model_catalog_type(struct model *m, const char *provider, size_t i)
+{
+	return resolution_provider_type(m->resolution, provider, i);
+}
+
+int model_catalog_type_exists(struct model *m, const char *provider,
+			      const char *type)
+{
+	return resolution_type_exists(m->resolution, provider, type);
+}
+
+const char *model_catalog_feature_name(size_t i)
+{
+	return resolution_feature_name(i);
+}
+
+int model_catalog_feature(struct model *m, const char *provider,
+			  const char *type, const char *feature, char **buf,
+			  size_t *len)
+{
+	return resolution_feature(m->resolution, provider, type, feature, buf,
+				  len);
 }

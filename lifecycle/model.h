@@ -80,4 +80,17 @@ int model_contract_refuse(struct model *m, const char *contract,
 /* rmdir of a contract's folder: reset every value in it (so rm -r works). */
 int model_dir_reset(struct model *m, const char *contract, int dir);
 
+/* catalog/: read-only, the same for the life of the daemon (no lock). The
+ * providers, a provider's types (i = 0, 1, ... until NULL), whether a type
+ * exists, the names of a type's files (i = 0, 1, ... until NULL), and the
+ * content of one (malloc'd; -ENOENT when there is none). */
+size_t model_catalog_providers(struct model *m, const char **out, size_t max);
+const char *model_catalog_type(struct model *m, const char *provider, size_t i);
+int model_catalog_type_exists(struct model *m, const char *provider,
+			      const char *type);
+const char *model_catalog_feature_name(size_t i);
+int model_catalog_feature(struct model *m, const char *provider,
+			  const char *type, const char *feature, char **buf,
+			  size_t *len);
+
 #endif

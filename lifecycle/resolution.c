@@ -1,6 +1,7 @@
 /* Resolution of a contract: gathers the contract's assumptions per role
  * (role files override contract-level ones), runs the resolver over the
- * catalog, applies the resolve policy, and renders resolution/candidates. */
+ * catalog, applies the resolve policy, renders resolution/candidates, and
+ * serves the catalog for browsing. */
 #include "lifecycle/resolution.h"
 
 #include "catalog/catalog.h"
@@ -14,9 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The file of a catalog type that is not an assumption file. */
+#define RESOLUTION_PRICE_FILE "price_per_hour"
+
 struct resolution_env {
 	const struct config *config;
 	struct catalog *catalog;
+	const struct hierarchy *types;
 };
 
 struct resolution_env *resolution_env_open(const struct config *cfg, char *err,
@@ -33,11 +38,11 @@ struct resolution_env *resolution_env_open(const struct config *cfg, char *err,
 	env->catalog = catalog_open(err, errlen);
 	if (!env->catalog)
 		goto fail;
+	env->types = catalog_hierarchy(env->catalog);
 	local_detect(&lf);
-	if (catalog_add_local(env->catalog, lf.vcpus, lf.memory_bytes)) {
-		snprintf(err, errlen, "catalog: out of memory");
+	if (catalog_add_local(env->catalog, lf.vcpus, lf.memory_bytes, lf.gpus,
+			      lf.gpu[0] ? lf.gpu : NULL, err, errlen))
 		goto fail;
-	}
 	return env;
 fail:
 	resolution_env_close(env);
@@ -52,11 +57,39 @@ void resolution_env_close(struct resolution_env *env)
 	free(env);
 }
 
-/* The assumptions of a role: the role's own file when it is not empty,
- * else the contract-level file. role is CONTRACT_DIR_TOP for one role. */
-static int resolution_assumptions(resolution_value_fn value, void *ctx,
-				  enum contract_dir role, struct assumption *a,
-				  char *why, size_t whylen)
+int resolution_check_name(const struct resolution_env *env, int field,
+			  const char *name, char *out, size_t outlen, char *why,
+			  size_t whylen)
+{
+	const char *spelling =
+		hierarchy_spelling(env->types, (size_t)field, name);
+	const char *near[3];
+	size_t n, o;
+
+	if (spelling) {
+		snprintf(out, outlen, "%s", spelling);
+		return 0;
+	}
+	n = hierarchy_suggest(env->types, (size_t)field, name, near, 3);
+	o = (size_t)snprintf(why, whylen, "\"%.60s\" is not a known %s", name,
+			     assumption_fields[field].name);
+	for (size_t i = 0; i < n && o < whylen; i++)
+		o += (size_t)snprintf(why + o, whylen - o, "%s%s",
+				      i == 0	   ? "; did you mean "
+				      : i + 1 == n ? " or "
+						   : ", ",
+				      near[i]);
+	if (n && o < whylen)
+		snprintf(why + o, whylen - o, "?");
+	return -EINVAL;
+}
+
+/* The query of a role: the role's own file when it is not empty, else the
+ * contract-level file. role is CONTRACT_DIR_TOP for one role. */
+static int resolution_query(const struct resolution_env *env,
+			    resolution_value_fn value, void *ctx,
+			    enum contract_dir role, struct resolver_query *q,
+			    char *why, size_t whylen)
 {
 	for (size_t f = 0; f < assumption_field_count; f++) {
 		const char *name = assumption_fields[f].name;
@@ -69,10 +102,19 @@ static int resolution_assumptions(resolution_value_fn value, void *ctx,
 
 		if (!*v)
 			v = value(ctx, top);
-		/* Stored values were validated when written. */
+		q->type[f] = -1;
 		if (assumption_parse(assumption_fields[f].kind, v, strlen(v),
-				     &a[f], err, sizeof(err))) {
+				     &q->a[f], err, sizeof(err))) {
 			snprintf(why, whylen, "%s: %s", name, err);
+			return -EINVAL;
+		}
+		if (q->a[f].op != ASSUMPTION_NAME)
+			continue;
+		q->type[f] = hierarchy_find(env->types, f, q->a[f].name);
+		if (q->type[f] < 0) {
+			/* Stored before the catalog changed, say. */
+			resolution_check_name(env, (int)f, q->a[f].name, err,
+					      sizeof(err), why, whylen);
 			return -EINVAL;
 		}
 	}
@@ -92,79 +134,65 @@ static const char *resolution_policy(const struct resolution_env *env,
 	return d && *d ? d : "unique";
 }
 
-static int resolution_cheaper(const struct resolver_instance *a,
-			      const struct resolver_instance *b)
-{
-	int vc = assumption_field_find("node_vcpus_count");
-	double pa = isnan(a->price) ? INFINITY : a->price;
-	double pb = isnan(b->price) ? INFINITY : b->price;
-
-	if (pa != pb)
-		return pa < pb;
-	if (a->number[vc] != b->number[vc])
-		return a->number[vc] < b->number[vc];
-	return strcmp(a->name, b->name) < 0;
-}
-
 static void resolution_price_text(double price, char *buf, size_t len)
 {
 	if (isnan(price))
 		snprintf(buf, len, "unknown");
 	else
-		snprintf(buf, len, "%.6g", price);
+		snprintf(buf, len, "%.10g", price);
 }
 
-/* Choose the type of one role; 0 and *chosen, or -errno and why. */
+/* Choose the type of one role; 0 and *chosen, or -errno and why. The
+ * catalog is in order of price, then vCPUs, then name, so the first match
+ * is the cheapest. */
 static int resolution_role(struct resolution_env *env, const char *policy,
-			   const struct assumption *a,
+			   const struct resolver_query *q,
 			   const struct resolver_instance **chosen, char *why,
 			   size_t whylen)
 {
-	size_t n = catalog_count(env->catalog), hits = 0, o;
-	const struct resolver_instance **all =
-		malloc((n ? n : 1) * sizeof(*all));
-	const struct resolver_instance *best = NULL;
+	size_t n = catalog_count(env->catalog), hits = 0, o = 0;
+	const struct resolver_instance *first = NULL;
 
-	if (!all) {
-		snprintf(why, whylen, "out of memory");
-		return -ENOMEM;
-	}
 	for (size_t i = 0; i < n; i++) {
 		const struct resolver_instance *t = catalog_at(env->catalog, i);
 
-		all[i] = t;
-		if (resolver_match(a, t)) {
-			hits++;
-			if (!best || resolution_cheaper(t, best))
-				best = t;
-		}
+		if (!resolver_match(env->types, q, t))
+			continue;
+		if (!first)
+			first = t;
+		hits++;
+	}
+	if (hits == 1 || (hits > 1 && strcmp(policy, "cheapest") == 0)) {
+		*chosen = first;
+		return 0;
 	}
 	if (hits == 0) {
-		resolver_explain_none(a, all, n, why, whylen);
-		free(all);
-		return -EINVAL;
-	}
-	if (hits > 1 && strcmp(policy, "cheapest") != 0) {
-		o = (size_t)snprintf(why, whylen,
-				     "%zu instance types satisfy the contract "
-				     "(",
-				     hits);
-		for (size_t i = 0, k = 0; i < n && o < whylen; i++) {
-			if (!resolver_match(a, all[i]))
-				continue;
-			o += (size_t)snprintf(why + o, whylen - o, "%s%s",
-					      k++ ? ", " : "", all[i]->name);
+		const struct resolver_instance **all = malloc(n * sizeof(*all));
+
+		if (!all) {
+			snprintf(why, whylen, "out of memory");
+			return -ENOMEM;
 		}
-		if (o < whylen)
-			snprintf(why + o, whylen - o,
-				 "); add assumptions, or write cheapest to "
-				 "config/resolve_policy");
+		for (size_t i = 0; i < n; i++)
+			all[i] = catalog_at(env->catalog, i);
+		resolver_explain_none(env->types, q, all, n, why, whylen);
 		free(all);
 		return -EINVAL;
 	}
-	*chosen = best;
-	free(all);
-	return 0;
+	o = (size_t)snprintf(why, whylen,
+			     "%zu instance types satisfy the contract (", hits);
+	for (size_t i = 0, k = 0; i < n && o < whylen; i++) {
+		const struct resolver_instance *t = catalog_at(env->catalog, i);
+
+		if (resolver_match(env->types, q, t))
+			o += (size_t)snprintf(why + o, whylen - o, "%s%s",
+					      k++ ? ", " : "", t->name);
+	}
+	if (o < whylen)
+		snprintf(why + o, whylen - o,
+			 "); add assumptions, or write cheapest to "
+			 "config/resolve_policy");
+	return -EINVAL;
 }
 
 int resolution_run(struct resolution_env *env, resolution_value_fn value,
@@ -181,20 +209,20 @@ int resolution_run(struct resolution_env *env, resolution_value_fn value,
 		   {"worker", CONTRACT_DIR_WORKER}};
 	bool mw = strcmp(type, "ManagerWorkers") == 0;
 	size_t roles = mw ? 2 : 1;
-	char out[1024], price[32], sub[768];
+	char out[1024], price[32], sub[4096];
 	size_t o = 0;
 
 	for (size_t r = 0; r < roles; r++) {
 		const char *name = mw ? two[r].name : one[r].name;
-		struct assumption a[RESOLVER_FIELDS];
+		struct resolver_query q;
 		const struct resolver_instance *t = NULL;
 		int rc;
 
-		rc = resolution_assumptions(value, ctx,
-					    mw ? two[r].dir : one[r].dir, a,
-					    why, whylen);
+		rc = resolution_query(env, value, ctx,
+				      mw ? two[r].dir : one[r].dir, &q, sub,
+				      sizeof(sub));
 		if (!rc)
-			rc = resolution_role(env, policy, a, &t, sub,
+			rc = resolution_role(env, policy, &q, &t, sub,
 					     sizeof(sub));
 		if (rc) {
 			if (mw)
@@ -216,59 +244,158 @@ int resolution_run(struct resolution_env *env, resolution_value_fn value,
 	return 0;
 }
 
+static int resolution_cmp_candidates(const void *pa, const void *pb)
+{
+	const struct resolver_instance *a = *(const void *const *)pa;
+	const struct resolver_instance *b = *(const void *const *)pb;
+	double x = isnan(a->price) ? INFINITY : a->price;
+	double y = isnan(b->price) ? INFINITY : b->price;
+	int c;
+
+	if (x != y)
+		return x < y ? -1 : 1;
+	c = strcmp(a->name, b->name);
+	return c ? c : strcmp(a->provider, b->provider);
+}
+
+/* Append one candidate line to out (grown as needed); -1 out of memory. */
+static int resolution_candidate_line(const struct resolution_env *env,
+				     const struct resolver_instance *t,
+				     char **out, size_t *len, size_t *cap)
+{
+	int vc = assumption_field_find("node_vcpus_count");
+	int mem = assumption_field_find("node_memory_size");
+	int acc = assumption_field_find("accelerator_count");
+	int accm = assumption_field_find("accelerator_memory");
+	int model = assumption_field_find("accelerator");
+	char line[512], cpus[32], m[32], am[32], p[32], accs[160];
+	int n;
+
+	resolver_feature_text(env->types, (size_t)vc, t, cpus, sizeof(cpus));
+	resolver_feature_text(env->types, (size_t)mem, t, m, sizeof(m));
+	resolver_feature_text(env->types, (size_t)accm, t, am, sizeof(am));
+	resolution_price_text(t->price, p, sizeof(p));
+	if (isnan(t->number[acc]) || t->number[acc] == 0)
+		snprintf(accs, sizeof(accs), "-");
+	else
+		snprintf(accs, sizeof(accs), "%g x %s", t->number[acc],
+			 t->type[model] >= 0
+				 ? hierarchy_name(env->types, t->type[model])
+				 : "unknown");
+	n = snprintf(line, sizeof(line), "%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+		     t->provider, t->name, *cpus ? cpus : "-", *m ? m : "-",
+		     accs, *am ? am : "-", p);
+	if (*len + (size_t)n + 1 > *cap) {
+		size_t bigger = *cap * 2 + (size_t)n;
+		char *grown = realloc(*out, bigger);
+
+		if (!grown)
+			return -1;
+		*out = grown;
+		*cap = bigger;
+	}
+	memcpy(*out + *len, line, (size_t)n + 1);
+	*len += (size_t)n;
+	return 0;
+}
+
 char *resolution_candidates(struct resolution_env *env,
 			    resolution_value_fn value, void *ctx)
 {
 	static const char header[] =
 		"provider\tinstance_type\tvcpus\tmemory\taccelerators\t"
 		"accelerator_memory\tprice_per_hour\n";
-	struct assumption a[RESOLVER_FIELDS];
-	char why[256];
+	size_t n = catalog_count(env->catalog), hits = 0;
 	size_t cap = 4096, len = sizeof(header) - 1;
+	const struct resolver_instance **match;
+	struct resolver_query q;
 	char *out = malloc(cap);
-	int vc = assumption_field_find("node_vcpus_count");
-	int mem = assumption_field_find("node_memory_size");
-	int acc = assumption_field_find("accelerator_count");
-	int accm = assumption_field_find("accelerator_memory");
-	int model = assumption_field_find("accelerator");
+	char why[512];
 
 	if (!out)
 		return NULL;
 	memcpy(out, header, len + 1);
-	if (resolution_assumptions(value, ctx, CONTRACT_DIR_TOP, a, why,
-				   sizeof(why)))
+	if (resolution_query(env, value, ctx, CONTRACT_DIR_TOP, &q, why,
+			     sizeof(why)))
 		return out;
-	for (size_t i = 0; i < catalog_count(env->catalog); i++) {
-		const struct resolver_instance *t = catalog_at(env->catalog, i);
-		char line[512], cpus[32], m[32], am[32], p[32], accs[128];
-		int n;
-
-		if (!resolver_match(a, t))
-			continue;
-		resolver_feature_text((size_t)vc, t, cpus, sizeof(cpus));
-		resolver_feature_text((size_t)mem, t, m, sizeof(m));
-		resolver_feature_text((size_t)accm, t, am, sizeof(am));
-		resolution_price_text(t->price, p, sizeof(p));
-		if (isnan(t->number[acc]) || t->number[acc] == 0)
-			snprintf(accs, sizeof(accs), "-");
-		else
-			snprintf(accs, sizeof(accs), "%g x %s", t->number[acc],
-				 t->type[model] ? t->type[model] : "unknown");
-		n = snprintf(line, sizeof(line), "%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			     t->provider, t->name, cpus, m, accs,
-			     isnan(t->number[accm]) ? "-" : am, p);
-		if (len + (size_t)n + 1 > cap) {
-			char *bigger = realloc(out, cap * 2 + (size_t)n);
-
-			if (!bigger) {
-				free(out);
-				return NULL;
-			}
-			out = bigger;
-			cap = cap * 2 + (size_t)n;
-		}
-		memcpy(out + len, line, (size_t)n + 1);
-		len += (size_t)n;
+	match = malloc((n ? n : 1) * sizeof(*match));
+	if (!match) {
+		free(out);
+		return NULL;
 	}
+	for (size_t i = 0; i < n; i++)
+		if (resolver_match(env->types, &q, catalog_at(env->catalog, i)))
+			match[hits++] = catalog_at(env->catalog, i);
+	qsort(match, hits, sizeof(*match), resolution_cmp_candidates);
+	for (size_t i = 0; i < hits; i++) {
+		if (resolution_candidate_line(env, match[i], &out, &len,
+					      &cap)) {
+			free(out);
+			out = NULL;
+			break;
+		}
+	}
+	free(match);
 	return out;
+}
+
+size_t resolution_providers(const struct resolution_env *env, const char **out,
+			    size_t max)
+{
+	return catalog_providers(env->catalog, out, max);
+}
+
+const char *resolution_provider_type(const struct resolution_env *env,
+				     const char *provider, size_t i)
+{
+	const struct resolver_instance *t =
+		catalog_provider_type(env->catalog, provider, i);
+
+	return t ? t->name : NULL;
+}
+
+int resolution_type_exists(const struct resolution_env *env,
+			   const char *provider, const char *type)
+{
+	return catalog_find(env->catalog, provider, type) != NULL;
+}
+
+const char *resolution_feature_name(size_t i)
+{
+	if (i < assumption_field_count)
+		return assumption_fields[i].name;
+	return i == assumption_field_count ? RESOLUTION_PRICE_FILE : NULL;
+}
+
+int resolution_feature(const struct resolution_env *env, const char *provider,
+		       const char *type, const char *feature, char **buf,
+		       size_t *len)
+{
+	const struct resolver_instance *t =
+		catalog_find(env->catalog, provider, type);
+	int f = assumption_field_find(feature);
+	char text[160];
+	size_t n;
+
+	if (!t)
+		return -ENOENT;
+	if (f >= 0)
+		resolver_feature_text(env->types, (size_t)f, t, text,
+				      sizeof(text));
+	else if (strcmp(feature, RESOLUTION_PRICE_FILE) != 0)
+		return -ENOENT;
+	else if (isnan(t->price))
+		text[0] = '\0';
+	else
+		resolution_price_text(t->price, text, sizeof(text));
+	n = strlen(text);
+	*buf = malloc(n + 2);
+	if (!*buf)
+		return -ENOMEM;
+	memcpy(*buf, text, n);
+	if (n)
+		(*buf)[n++] = '\n';
+	(*buf)[n] = '\0';
+	*len = n;
+	return 0;
 }

@@ -1,6 +1,7 @@
 /* Resolution of a contract: gathers the contract's assumptions per role
  * (role files override contract-level ones), runs the resolver over the
- * catalog, applies the resolve policy, and renders resolution/candidates. */
+ * catalog, applies the resolve policy, renders resolution/candidates, and
+ * serves the catalog for browsing. */
 #ifndef CCLFS_LIFECYCLE_RESOLUTION_H
 #define CCLFS_LIFECYCLE_RESOLUTION_H
 
@@ -18,6 +19,15 @@ struct resolution_env *resolution_env_open(const struct config *cfg, char *err,
 void resolution_env_close(struct resolution_env *env);
 
 /*
+ * Check a type name written to assumption file `field` (an index into
+ * assumption_fields): 0 with its canonical spelling in out, or -EINVAL with
+ * one sentence in why that suggests the closest known names.
+ */
+int resolution_check_name(const struct resolution_env *env, int field,
+			  const char *name, char *out, size_t outlen, char *why,
+			  size_t whylen);
+
+/*
  * Resolve: on success *text is the malloc'd content of `resolution`, one
  * line per role: "ROLE<TAB>PROVIDER<TAB>TYPE<TAB>PRICE/HOUR". On failure
  * returns -errno and one sentence in why.
@@ -28,5 +38,20 @@ int resolution_run(struct resolution_env *env, resolution_value_fn value,
 /* The content of `candidates`, malloc'd (NULL when out of memory). */
 char *resolution_candidates(struct resolution_env *env,
 			    resolution_value_fn value, void *ctx);
+
+/* Browsing the catalog: providers, their types (i = 0, 1, ... until NULL),
+ * and the files of a type (feature i = 0, 1, ... until NULL). */
+size_t resolution_providers(const struct resolution_env *env, const char **out,
+			    size_t max);
+const char *resolution_provider_type(const struct resolution_env *env,
+				     const char *provider, size_t i);
+int resolution_type_exists(const struct resolution_env *env,
+			   const char *provider, const char *type);
+const char *resolution_feature_name(size_t i);
+/* The content of one feature file ("16G\n", "" when unknown), malloc'd;
+ * -ENOENT when there is no such type or file. */
+int resolution_feature(const struct resolution_env *env, const char *provider,
+		       const char *type, const char *feature, char **buf,
+		       size_t *len);
 
 #endif

@@ -1,39 +1,32 @@
 /* Matching: whether an instance type's features satisfy a set of instance
- * assumptions, and which assumption rules a set of types out. Pure
- * functions over feature vectors; the catalog supplies the vectors. */
+ * assumptions (type names match their subtypes in the platform-type
+ * hierarchy), and which assumption rules a set of types out. Pure functions
+ * over feature vectors; the catalog supplies the vectors. */
 #include "resolver/match.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
-bool resolver_match_field(const struct assumption *a, size_t field,
+bool resolver_match_field(const struct hierarchy *h,
+			  const struct resolver_query *q, size_t field,
 			  const struct resolver_instance *it)
 {
-	const char *t;
+	const struct assumption *a = &q->a[field];
 
 	if (a->op == ASSUMPTION_ANY)
 		return true;
 	if (a->op != ASSUMPTION_NAME)
 		return assumption_holds(a, it->number[field]);
-	t = it->type[field];
-	if (t && strcasecmp(t, a->name) == 0)
-		return true;
-	/* The provider's own spellings of provider and type name. */
-	if (strcmp(assumption_fields[field].name, "node_provider") == 0)
-		return strcasecmp(it->provider, a->name) == 0;
-	if (strcmp(assumption_fields[field].name, "node_machinetype") == 0)
-		return strcasecmp(it->name, a->name) == 0;
-	return false;
+	return hierarchy_is_a(h, it->type[field], q->type[field]);
 }
 
-bool resolver_match(const struct assumption *a,
+bool resolver_match(const struct hierarchy *h, const struct resolver_query *q,
 		    const struct resolver_instance *it)
 {
 	for (size_t f = 0; f < RESOLVER_FIELDS; f++)
-		if (!resolver_match_field(&a[f], f, it))
+		if (!resolver_match_field(h, q, f, it))
 			return false;
 	return true;
 }
@@ -43,31 +36,42 @@ void resolver_quantity_text(enum assumption_kind kind, double v, char *buf,
 {
 	static const char suffix[] = "KMGTP";
 	double base = kind == ASSUMPTION_BYTES ? 1024.0 : 1000.0;
-	int s = -1;
+	double x = v;
+	int s = -1, exact = -1;
 
 	if (isnan(v)) {
-		snprintf(buf, len, "unknown");
+		snprintf(buf, len, "%s", "");
 		return;
 	}
-	if (kind != ASSUMPTION_COUNT)
-		while (s < 4 && v >= base) {
-			v /= base;
+	if (kind != ASSUMPTION_COUNT) {
+		while (s < 4 && x >= base) {
+			x /= base;
 			s++;
+			if (x == floor(x))
+				exact = s;
 		}
-	if (s < 0)
-		snprintf(buf, len, "%.6g", v);
-	else
-		snprintf(buf, len, "%.4g%c", v, suffix[s]);
+	}
+	if (exact >= 0) {
+		snprintf(buf, len, "%.17g%c", v / pow(base, exact + 1),
+			 suffix[exact]);
+	} else if (s < 0 || v == floor(v)) {
+		snprintf(buf, len, "%.15g", v);
+	} else {
+		snprintf(buf, len, "%.4g%c", x, suffix[s]);
+	}
 }
 
-void resolver_feature_text(size_t field, const struct resolver_instance *it,
-			   char *buf, size_t len)
+void resolver_feature_text(const struct hierarchy *h, size_t field,
+			   const struct resolver_instance *it, char *buf,
+			   size_t len)
 {
 	enum assumption_kind kind = assumption_fields[field].kind;
 
 	if (kind == ASSUMPTION_TYPE)
 		snprintf(buf, len, "%s",
-			 it->type[field] ? it->type[field] : "unknown");
+			 it->type[field] >= 0
+				 ? hierarchy_name(h, it->type[field])
+				 : "");
 	else
 		resolver_quantity_text(kind, it->number[field], buf, len);
 }
@@ -84,63 +88,61 @@ static double resolver_distance(const struct assumption *a, double v)
 	return 0;
 }
 
-void resolver_explain_none(const struct assumption *a,
+void resolver_explain_none(const struct hierarchy *h,
+			   const struct resolver_query *q,
 			   const struct resolver_instance *const *all, size_t n,
 			   char *why, size_t len)
 {
-	const struct resolver_instance **left =
-		malloc((n ? n : 1) * sizeof(*left));
+	const struct resolver_instance **left;
 	size_t count = n;
 
+	if (n == 0) {
+		snprintf(why, len,
+			 "no instance type satisfies the contract: "
+			 "the catalog is empty");
+		return;
+	}
+	left = malloc(n * sizeof(*left));
 	if (!left) {
 		snprintf(why, len, "no instance type satisfies the contract");
 		return;
 	}
 	memcpy(left, all, n * sizeof(*left));
-	if (n == 0) {
-		snprintf(why, len,
-			 "no instance type satisfies the contract: "
-			 "the catalog is empty");
-		free(left);
-		return;
-	}
 	for (size_t f = 0; f < RESOLVER_FIELDS; f++) {
 		size_t kept = 0, best = 0;
 		double bestd = INFINITY;
-		char value[64];
+		char value[128];
 
-		if (a[f].op == ASSUMPTION_ANY)
+		if (q->a[f].op == ASSUMPTION_ANY)
 			continue;
 		for (size_t i = 0; i < count; i++)
-			if (resolver_match_field(&a[f], f, left[i]))
-				kept++;
+			if (resolver_match_field(h, q, f, left[i]))
+				left[kept++] = left[i];
 		if (kept) {
-			size_t k = 0;
-
-			for (size_t i = 0; i < count; i++)
-				if (resolver_match_field(&a[f], f, left[i]))
-					left[k++] = left[i];
-			count = k;
+			count = kept;
 			continue;
 		}
+		/* Nothing kept: left[] still holds the count types before. */
 		for (size_t i = 0; i < count; i++) {
-			double d = a[f].op == ASSUMPTION_NAME
-					   ? (left[i]->type[f] ? 1 : 2)
-					   : resolver_distance(
-						     &a[f], left[i]->number[f]);
+			double d =
+				q->a[f].op == ASSUMPTION_NAME
+					? (left[i]->type[f] >= 0 ? 1 : 2)
+					: resolver_distance(&q->a[f],
+							    left[i]->number[f]);
 			if (d < bestd) {
 				bestd = d;
 				best = i;
 			}
 		}
-		resolver_feature_text(f, left[best], value, sizeof(value));
+		resolver_feature_text(h, f, left[best], value, sizeof(value));
 		snprintf(why, len,
 			 "no instance type satisfies %s; of the %zu type%s "
 			 "that satisfy the assumptions before it, the "
 			 "closest is %s %s with %s %s",
 			 assumption_fields[f].name, count,
 			 count == 1 ? "" : "s", left[best]->provider,
-			 left[best]->name, assumption_fields[f].name, value);
+			 left[best]->name, assumption_fields[f].name,
+			 *value ? value : "unknown");
 		free(left);
 		return;
 	}

@@ -22,6 +22,7 @@ populate() {
 	echo 'ubuntu' >"$MNT/contracts/beta.2/config/user"
 	echo cheapest >"$MNT/contracts/beta.2/config/resolve_policy"
 	echo 'atleast 1' >"$MNT/contracts/gamma_3/node_vcpus_count"
+	echo local >"$MNT/contracts/gamma_3/node_provider"
 	touch "$MNT/contracts/gamma_3/resolve"
 	! echo nonsense >"$MNT/contracts/alpha/node_count"
 }

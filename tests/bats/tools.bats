@@ -9,6 +9,9 @@ setup() {
 	cclfs_setup
 	C=$MNT/contracts/c1
 	mkdir "$C"
+	# The local type is the one type of the local provider: this contract
+	# resolves to it (the cloud catalog is the business of resolve.bats).
+	echo local >"$C/node_provider"
 }
 
 teardown() {

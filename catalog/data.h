@@ -1,0 +1,21 @@
+/* The catalog's data files (the CSV files of catalog/data), compiled into the
+ * binary by catalog/embed.cmake. */
+#ifndef CCLFS_CATALOG_DATA_H
+#define CCLFS_CATALOG_DATA_H
+
+#include <stddef.h>
+
+extern const char catalog_data_instance_types[];
+extern const size_t catalog_data_instance_types_size;
+extern const char catalog_data_instance_extras[];
+extern const size_t catalog_data_instance_extras_size;
+extern const char catalog_data_platform_types[];
+extern const size_t catalog_data_platform_types_size;
+extern const char catalog_data_machine_types[];
+extern const size_t catalog_data_machine_types_size;
+extern const char catalog_data_platform_aliases[];
+extern const size_t catalog_data_platform_aliases_size;
+extern const char catalog_data_cclfs_types[];
+extern const size_t catalog_data_cclfs_types_size;
+
+#endif
