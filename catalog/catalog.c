@@ -128,12 +128,12 @@ static int catalog_load_types(struct catalog *cat, const char *data,
 	return 0;
 }
 
-static int catalog_load_aliases(struct catalog *cat, char *err, size_t errlen)
+static int catalog_load_aliases(struct catalog *cat, const char *data,
+				size_t size, char *err, size_t errlen)
 {
 	struct csv c;
 
-	csv_open(&c, catalog_data_platform_aliases,
-		 catalog_data_platform_aliases_size);
+	csv_open(&c, data, size);
 	csv_next(&c);
 	while (csv_next(&c) == 1) {
 		int f = c.count == 3 ? catalog_kind_field(c.field[0]) : -1;
@@ -141,8 +141,8 @@ static int catalog_load_aliases(struct catalog *cat, char *err, size_t errlen)
 		if (f < 0 || hierarchy_alias(cat->types, (size_t)f, c.field[1],
 					     c.field[2])) {
 			snprintf(err, errlen,
-				 "catalog: platform_aliases.csv:%zu: bad alias",
-				 c.lineno);
+				 "catalog: aliases line %zu: bad alias %s",
+				 c.lineno, c.count > 1 ? c.field[1] : "");
 			return -1;
 		}
 	}
@@ -191,6 +191,35 @@ static bool catalog_numeric(const char *column)
 		if (strcmp(column, numeric[i]) == 0)
 			return true;
 	return false;
+}
+
+/* Give the types of a provider whose locale is unknown the region the
+ * catalog describes them in (cclfs_regions.csv). */
+static int catalog_regions(sqlite3 *db, char *err, size_t errlen)
+{
+	sqlite3_stmt *q;
+	struct csv c;
+	int rc = 0;
+
+	if (sqlite3_prepare_v2(db,
+			       "UPDATE instance_types SET locale = ?2 WHERE "
+			       "provider = ?1 AND locale IS NULL",
+			       -1, &q, NULL) != SQLITE_OK)
+		return catalog_sql_fail(db, "regions", err, errlen);
+	csv_open(&c, catalog_data_cclfs_regions,
+		 catalog_data_cclfs_regions_size);
+	csv_next(&c);
+	while (rc == 0 && csv_next(&c) == 1) {
+		if (c.count != 2)
+			continue;
+		sqlite3_bind_text(q, 1, c.field[0], -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(q, 2, c.field[1], -1, SQLITE_TRANSIENT);
+		if (sqlite3_step(q) != SQLITE_DONE)
+			rc = catalog_sql_fail(db, "regions", err, errlen);
+		sqlite3_reset(q);
+	}
+	sqlite3_finalize(q);
+	return rc;
 }
 
 /* Insert instance_types.csv, then set machine_type from the extras. */
@@ -300,6 +329,8 @@ static int catalog_import(sqlite3 *db, char *err, size_t errlen)
 			sqlite3_reset(upd);
 		}
 	}
+	if (catalog_regions(db, err, errlen))
+		goto out;
 	if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		catalog_sql_fail(db, "commit", err, errlen);
 		goto out;
@@ -405,7 +436,12 @@ struct catalog *catalog_open_empty(char *err, size_t errlen)
 	    catalog_load_types(cat, catalog_data_cclfs_types,
 			       catalog_data_cclfs_types_size, "cclfs_types.csv",
 			       err, errlen) ||
-	    catalog_load_aliases(cat, err, errlen)) {
+	    catalog_load_aliases(cat, catalog_data_platform_aliases,
+				 catalog_data_platform_aliases_size, err,
+				 errlen) ||
+	    catalog_load_aliases(cat, catalog_data_cclfs_aliases,
+				 catalog_data_cclfs_aliases_size, err,
+				 errlen)) {
 		catalog_close(cat);
 		return NULL;
 	}

@@ -15,6 +15,10 @@ extern const char catalog_data_machine_types[];
 extern const size_t catalog_data_machine_types_size;
 extern const char catalog_data_platform_aliases[];
 extern const size_t catalog_data_platform_aliases_size;
+extern const char catalog_data_cclfs_aliases[];
+extern const size_t catalog_data_cclfs_aliases_size;
+extern const char catalog_data_cclfs_regions[];
+extern const size_t catalog_data_cclfs_regions_size;
 extern const char catalog_data_cclfs_types[];
 extern const size_t catalog_data_cclfs_types_size;
 

@@ -49,6 +49,21 @@ fail:
 	return NULL;
 }
 
+struct resolution_env *resolution_env_wrap(const struct config *cfg,
+					   struct catalog *cat)
+{
+	struct resolution_env *env = calloc(1, sizeof(*env));
+
+	if (!env) {
+		catalog_close(cat);
+		return NULL;
+	}
+	env->config = cfg;
+	env->catalog = cat;
+	env->types = catalog_hierarchy(cat);
+	return env;
+}
+
 void resolution_env_close(struct resolution_env *env)
 {
 	if (!env)

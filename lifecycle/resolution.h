@@ -17,6 +17,11 @@ typedef const char *(*resolution_value_fn)(void *ctx, int field);
 struct resolution_env *resolution_env_open(const struct config *cfg, char *err,
 					   size_t errlen);
 void resolution_env_close(struct resolution_env *env);
+/* An environment over a catalog built by the caller (benchmarks, tests),
+ * which it takes over; NULL when out of memory (the catalog is closed). */
+struct catalog;
+struct resolution_env *resolution_env_wrap(const struct config *cfg,
+					   struct catalog *cat);
 
 /*
  * Check a type name written to assumption file `field` (an index into
