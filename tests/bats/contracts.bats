@@ -181,23 +181,25 @@ expect_refused() {
 # --- 3. values parse and read back normalised ---
 
 @test "every assumption file of every level parses and reads back normalised" {
-	# file|written|read back
-	local table="node_provider|AmazonEC2|AmazonEC2
-cluster_locale|us-east-1|us-east-1
+	# file|written|read back. Type names must be known to the catalog
+	# (catalog/data/*.csv) and read back in its spelling, whatever the
+	# case they were written in.
+	local table="node_provider|amazonec2|AmazonEC2
+cluster_locale|EC2ZONE_USEAST1|EC2Zone_USEast1
 node_machinetype|EC2Type_T3_xLarge|EC2Type_T3_xLarge
 node_memory_size|atleast 16g|atleast 16G
 node_ecu_count|atmost 64|atmost 64
 node_vcpus_count|@AtLeast 6|atleast 6
 accelerator_count|1..3|1..3
 accelerator_memory|24G|just 24G
-accelerator_type|GPU|GPU
+accelerator_type|gpu|GPU
 accelerator_manufacturer|NVIDIA|NVIDIA
-accelerator_architecture|Ada|Ada
-accelerator|NVIDIA_L4|NVIDIA_L4
+accelerator_architecture|ada|Ada
+accelerator|nvidia_a10g|NVIDIA_A10G
 processor_manufacturer|Intel|Intel
-processor_microarchitecture|SapphireRapids|SapphireRapids
-processor|Xeon_8488C|Xeon_8488C
-storage_type|StorageType_EBS|StorageType_EBS
+processor_microarchitecture|ICELAKE|IceLake
+processor|intelxeon_8280l|IntelXeon_8280L
+storage_type|StorageType_SSD|StorageType_SSD
 storage_size|0100.50T..2p|100.5T..2P
 network_performance|10g..25G|10G..25G"
 	local file in want d n=0
@@ -218,7 +220,7 @@ network_performance|10g..25G|10G..25G"
 	expect_eq "$(cat "$C/error")" "" "error"
 }
 
-@test "assumption grammar: keywords, ranges, suffixes, leading zeros, any number, type names as written" {
+@test "assumption grammar: keywords, ranges, suffixes, leading zeros, any number, type names in the catalog's spelling" {
 	local M=$C/node_memory_size
 	echo 'atleast 16g' >"$M"
 	expect_eq "$(cat "$M")" "atleast 16G"
@@ -248,14 +250,40 @@ network_performance|10g..25G|10G..25G"
 	expect_eq "$(cat "$C/network_performance")" "10G..25G"
 	echo 'atleast 100m' >"$C/manager/network_performance"
 	expect_eq "$(cat "$C/manager/network_performance")" "atleast 100M"
+	# Type names are matched without regard to case and read back as the
+	# catalog spells them: declared names, the providers' own names of
+	# instance types, and aliases alike.
 	echo Ada >"$C/accelerator_architecture"
 	expect_eq "$(cat "$C/accelerator_architecture")" Ada
+	echo ada >"$C/accelerator_architecture"
+	expect_eq "$(cat "$C/accelerator_architecture")" Ada
+	echo ADA >"$C/worker/accelerator_architecture"
+	expect_eq "$(cat "$C/worker/accelerator_architecture")" Ada
+	echo vega >"$C/manager/accelerator_architecture"
+	expect_eq "$(cat "$C/manager/accelerator_architecture")" Vega
 	echo t3.xlarge >"$C/node_machinetype"
 	expect_eq "$(cat "$C/node_machinetype")" t3.xlarge
+	echo T3.XLARGE >"$C/node_machinetype"
+	expect_eq "$(cat "$C/node_machinetype")" t3.xlarge
+	expect_eq "$(stat -c %s "$C/node_machinetype")" 10 "size of node_machinetype"
 	echo EC2Type_T3_xLarge >"$C/manager/node_machinetype"
 	expect_eq "$(cat "$C/manager/node_machinetype")" EC2Type_T3_xLarge
+	echo ec2type_t3_xlarge >"$C/worker/node_machinetype"
+	expect_eq "$(cat "$C/worker/node_machinetype")" EC2Type_T3_xLarge
+	echo EC2Family_Compute >"$C/node_machinetype"
+	expect_eq "$(cat "$C/node_machinetype")" EC2Family_Compute
 	echo nvidia >"$C/accelerator_manufacturer"
-	expect_eq "$(cat "$C/accelerator_manufacturer")" nvidia
+	expect_eq "$(cat "$C/accelerator_manufacturer")" NVIDIA
+	printf ' \tIntel \n' >"$C/processor_manufacturer"
+	expect_eq "$(cat "$C/processor_manufacturer")" Intel
+	echo EC2 >"$C/node_provider"
+	expect_eq "$(cat "$C/node_provider")" ec2
+	echo LOCAL >"$C/manager/node_provider"
+	expect_eq "$(cat "$C/manager/node_provider")" local
+	echo storagetype_ssd >"$C/storage_type"
+	expect_eq "$(cat "$C/storage_type")" StorageType_SSD
+	echo ec2zone_useast1 >"$C/cluster_locale"
+	expect_eq "$(cat "$C/cluster_locale")" EC2Zone_USEast1
 	expect_eq "$(cat "$C/error")" "" "error"
 }
 
@@ -331,9 +359,12 @@ network_performance|10g..25G|10G..25G"
 @test "a two-line value is refused and the old value stays (first line valid)" {
 	# bash's printf writes a line at a time: the first write alone is a
 	# good value, the second makes it two lines; the refusal must not
-	# leave the first line stored.
-	expect_refused node_provider aws aws "printf 'a\nb\n' > node_provider" \
-		"Invalid argument" '"a\\nb" *'
+	# leave the first line stored. Both lines are known type names here.
+	expect_refused node_provider ec2 ec2 "printf 'gcp\nlocal\n' > node_provider" \
+		"Invalid argument" '"gcp\\nlocal" *line*'
+	expect_refused worker/accelerator nvidia_a10g NVIDIA_A10G \
+		"printf 'NVIDIA_L4\nbogus\n' > worker/accelerator" \
+		"Invalid argument" '"NVIDIA_L4\\nbogus" *line*'
 	expect_refused node_count 3 3 "printf '4\n5\n' > node_count" \
 		"Invalid argument" '*'
 	expect_refused config/exename old old "printf 'a\nb\n' > config/exename" \
@@ -356,7 +387,7 @@ network_performance|10g..25G|10G..25G"
 	echo >>"$TESTDIR/big"
 	expect_refused config/exename old old "cat '$TESTDIR/big' > config/exename" \
 		"File too large" '*4096 bytes*'
-	expect_refused node_provider aws aws "cat '$TESTDIR/big' > node_provider" \
+	expect_refused node_provider ec2 ec2 "cat '$TESTDIR/big' > node_provider" \
 		"File too large" '*4096 bytes*'
 	# 4096 bytes exactly is still a value.
 	head -c 4096 "$TESTDIR/big" >"$TESTDIR/max"
@@ -371,6 +402,12 @@ network_performance|10g..25G|10G..25G"
 	printf 'a%.0s' $(seq 1 5000) >"$TESTDIR/big"
 	expect_refused config/exename old old \
 		"echo \"\$(cat '$TESTDIR/big')\" > config/exename" \
+		"File too large" '*4096 bytes*'
+	# A type file: the first 4096 bytes are a known name and blanks (a
+	# good value alone), the rest goes past what one value may be.
+	printf 'gcp%6000s' '' >"$TESTDIR/padded"
+	expect_refused node_provider ec2 ec2 \
+		"echo \"\$(cat '$TESTDIR/padded')\" > node_provider" \
 		"File too large" '*4096 bytes*'
 }
 
@@ -402,6 +439,23 @@ network_performance|10g..25G|10G..25G"
 		"echo many > config/threadlevel" "Invalid argument" '"many" *'
 	expect_refused config/resolve_policy cheapest cheapest \
 		"echo random > config/resolve_policy" "Invalid argument" '"random" *'
+}
+
+@test "a type name the catalog does not know is refused with EINVAL; error suggests known names" {
+	expect_refused node_provider gcp gcp "echo aws > node_provider" \
+		"Invalid argument" \
+		'"aws" is not a known node_provider; did you mean ?*\?'
+	expect_refused accelerator nvidia_a10g NVIDIA_A10G \
+		"echo NVIDIA_A10X > accelerator" "Invalid argument" \
+		'"NVIDIA_A10X" is not a known accelerator; did you mean ?*\?'
+	expect_refused processor_manufacturer INTEL Intel \
+		"echo Intell > processor_manufacturer" "Invalid argument" \
+		'"Intell" is not a known processor_manufacturer; did you mean Intel*\?'
+	expect_refused manager/storage_type StorageType_SSD StorageType_SSD \
+		"echo StorageType_EBS > manager/storage_type" "Invalid argument" \
+		'"StorageType_EBS" is not a known storage_type; did you mean ?*\?'
+	grep -qF 'contracts/c1/accelerator: "NVIDIA_A10X" is not a known accelerator; did you mean ' \
+		"$TESTDIR/daemon.log"
 }
 
 # --- 5. contract names ---
