@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,8 +29,10 @@ struct model_contract {
 	int64_t created_ns;
 	char *error; /* "" when the last operation succeeded */
 	int64_t error_ns;
-	int64_t assumptions_ns;	    /* last change of what resolution reads */
-	char *candidates;	    /* cache of the candidates file, or NULL */
+	int64_t assumptions_ns; /* last change of what resolution reads */
+	/* Size of the candidates file, kept for stat (the text is rendered
+	 * at each open); SIZE_MAX when stale. */
+	size_t candidates_size;
 	struct model_value *values; /* one per schema field */
 };
 
@@ -67,8 +70,8 @@ static void model_notify(struct model *m, const struct model_contract *c,
 
 /* Append a line to the log of `subject` (best effort: a log that cannot be
  * written must not turn a good operation into a failed one). */
-static void model_log(struct model *m, const char *subject, const char *fmt,
-		      ...)
+__attribute__((format(printf, 3, 4))) static void
+model_log(struct model *m, const char *subject, const char *fmt, ...)
 {
 	char line[MODEL_ERR_MAX + 256], err[256];
 	int64_t now = model_now();
@@ -103,6 +106,7 @@ static struct model_contract *model_contract_new(const char *name,
 	c->created_ns = created_ns;
 	c->error_ns = created_ns;
 	c->assumptions_ns = created_ns;
+	c->candidates_size = SIZE_MAX;
 	for (size_t i = 0; i < contract_field_count(); i++)
 		c->values[i].mtime_ns = created_ns;
 	return c;
@@ -116,7 +120,6 @@ static void model_contract_free(struct model_contract *c)
 		free(c->values[i].text);
 	free(c->values);
 	free(c->error);
-	free(c->candidates);
 	free(c);
 }
 
@@ -442,15 +445,10 @@ static char *model_render(struct model *m, struct model_contract *c, size_t f,
 		*len = n;
 		return out;
 	case CONTRACT_ROLE_CANDIDATES:
-		if (!c->candidates)
-			c->candidates = resolution_candidates(
-				m->resolution, model_value_cb, c);
-		v = c->candidates ? c->candidates : "";
-		n = strlen(v);
-		out = malloc(n + 1);
+		out = resolution_candidates(m->resolution, model_value_cb, c);
+		*len = out ? strlen(out) : 0;
 		if (out)
-			memcpy(out, v, n + 1);
-		*len = n;
+			c->candidates_size = *len;
 		return out;
 	case CONTRACT_ROLE_RESOLVE:
 	case CONTRACT_ROLE_DEPLOY:
@@ -512,11 +510,10 @@ int model_file_stat(struct model *m, const char *contract, int field,
 		} else if (f->file == CONTRACT_FILE_TRIGGER) {
 			attr->size = 0;
 		} else if (f->role == CONTRACT_ROLE_CANDIDATES) {
-			size_t n = 0;
-			char *s = model_render(m, c, (size_t)field, &n);
-
-			free(s);
-			attr->size = n;
+			if (c->candidates_size == SIZE_MAX)
+				free(model_render(m, c, (size_t)field,
+						  &c->candidates_size));
+			attr->size = c->candidates_size;
 		} else {
 			size_t n = strlen(model_value(c, (size_t)field));
 
@@ -627,8 +624,7 @@ static int model_commit(struct model *m, struct model_contract *c, size_t f,
 	c->values[f].mtime_ns = now;
 	if (model_feeds_candidates(field)) {
 		c->assumptions_ns = now;
-		free(c->candidates);
-		c->candidates = NULL;
+		c->candidates_size = SIZE_MAX;
 		model_notify(m, c, "candidates");
 	}
 	if (clear_res) {
