@@ -31,7 +31,6 @@ static const struct {
 } catalog_kinds[] = {
 	{"provider", "node_provider"},
 	{"locale", "cluster_locale"},
-	{"machine_family", "node_machinetype"},
 	{"machine_type", "node_machinetype"},
 	{"accelerator_type", "accelerator_type"},
 	{"accelerator_manufacturer", "accelerator_manufacturer"},
@@ -113,6 +112,10 @@ static int catalog_load_types(struct catalog *cat, const char *data,
 	while ((rc = csv_next(&c)) == 1) {
 		int f = c.count == 3 ? catalog_kind_field(c.field[0]) : -1;
 
+		/* Machine families form a tree of their own that no instance
+		 * type links to: no assumption file takes them. */
+		if (c.count == 3 && strcmp(c.field[0], "machine_family") == 0)
+			continue;
 		if (f < 0 || hierarchy_add(cat->types, (size_t)f, c.field[1],
 					   c.field[2]) < 0) {
 			snprintf(err, errlen, "catalog: %s:%zu: bad type row",
