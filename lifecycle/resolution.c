@@ -154,7 +154,7 @@ static void resolution_price_text(double price, char *buf, size_t len)
 	if (isnan(price))
 		snprintf(buf, len, "unknown");
 	else
-		snprintf(buf, len, "%.10g", price);
+		snprintf(buf, len, "%.15g", price); /* the CSV's precision */
 }
 
 /* Choose the type of one role; 0 and *chosen, or -errno and why. The

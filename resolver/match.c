@@ -136,13 +136,14 @@ void resolver_explain_none(const struct hierarchy *h,
 		}
 		resolver_feature_text(h, f, left[best], value, sizeof(value));
 		snprintf(why, len,
-			 "no instance type satisfies %s; of the %zu type%s "
-			 "that satisfy the assumptions before it, the "
-			 "closest is %s %s with %s %s",
+			 "no instance type satisfies %s; of the %zu %s the "
+			 "assumptions before it, the closest is %s %s with "
+			 "%s %s",
 			 assumption_fields[f].name, count,
-			 count == 1 ? "" : "s", left[best]->provider,
-			 left[best]->name, assumption_fields[f].name,
-			 *value ? value : "unknown");
+			 count == 1 ? "type that satisfies"
+				    : "types that satisfy",
+			 left[best]->provider, left[best]->name,
+			 assumption_fields[f].name, *value ? value : "unknown");
 		free(left);
 		return;
 	}

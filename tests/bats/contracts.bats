@@ -270,8 +270,11 @@ network_performance|10g..25G|10G..25G"
 	expect_eq "$(cat "$C/manager/node_machinetype")" EC2Type_T3_xLarge
 	echo ec2type_t3_xlarge >"$C/worker/node_machinetype"
 	expect_eq "$(cat "$C/worker/node_machinetype")" EC2Type_T3_xLarge
-	echo EC2Family_Compute >"$C/node_machinetype"
-	expect_eq "$(cat "$C/node_machinetype")" EC2Family_Compute
+	echo ec2type_c5 >"$C/node_machinetype"
+	expect_eq "$(cat "$C/node_machinetype")" EC2Type_C5
+	# Machine families are a tree no instance type links to: refused.
+	! echo EC2Family_Compute >"$C/node_machinetype"
+	expect_eq "$(cat "$C/node_machinetype")" EC2Type_C5
 	echo nvidia >"$C/accelerator_manufacturer"
 	expect_eq "$(cat "$C/accelerator_manufacturer")" NVIDIA
 	printf ' \tIntel \n' >"$C/processor_manufacturer"
