@@ -646,7 +646,7 @@ size_t catalog_providers(const struct catalog *cat, const char **out,
 	size_t n = 0;
 
 	for (size_t i = 0; i < cat->count && n < max; i++)
-		if (n == 0 || strcmp(out[n - 1], cat->byname[i]->provider))
+		if (n == 0 || strcmp(out[n - 1], cat->byname[i]->provider) != 0)
 			out[n++] = cat->byname[i]->provider;
 	return n;
 }

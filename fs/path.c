@@ -29,7 +29,7 @@ static int fspath_split(const char *path, char *buf, size_t buflen, char **part)
 int fspath_parse(const char *path, struct fspath *out)
 {
 	char buf[512];
-	char *part[FSPATH_PARTS];
+	char *part[FSPATH_PARTS] = {0};
 	int n = fspath_split(path, buf, sizeof(buf), part);
 	int d, f;
 
@@ -56,7 +56,7 @@ int fspath_parse(const char *path, struct fspath *out)
 	if (strcmp(part[0], "catalog") == 0) {
 		char *dst[3] = {out->provider, out->type, out->feature};
 
-		for (int i = 1; i < n; i++)
+		for (int i = 1; i < n && i <= 3; i++)
 			if (snprintf(dst[i - 1], FSPATH_CATALOG_NAME_MAX + 1,
 				     "%s", part[i]) > FSPATH_CATALOG_NAME_MAX)
 				return -ENOENT;

@@ -182,7 +182,8 @@ static int resolution_role(struct resolution_env *env, const char *policy,
 		return 0;
 	}
 	if (hits == 0) {
-		const struct resolver_instance **all = malloc(n * sizeof(*all));
+		const struct resolver_instance **all =
+			malloc((n ? n : 1) * sizeof(*all));
 
 		if (!all) {
 			snprintf(why, whylen, "out of memory");
