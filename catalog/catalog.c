@@ -581,6 +581,18 @@ int catalog_add(struct catalog *cat, const char *provider, const char *name,
 	return 0;
 }
 
+int catalog_declare(struct catalog *cat, size_t field, const char *name,
+		    const char *parent)
+{
+	return hierarchy_add(cat->types, field, name, parent);
+}
+
+int catalog_alias(struct catalog *cat, size_t field, const char *alias,
+		  const char *target)
+{
+	return hierarchy_alias(cat->types, field, alias, target);
+}
+
 int catalog_add_local(struct catalog *cat, double vcpus, double memory_bytes,
 		      double gpus, const char *gpu, char *err, size_t errlen)
 {

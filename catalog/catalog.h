@@ -24,6 +24,14 @@ void catalog_close(struct catalog *cat);
 int catalog_add(struct catalog *cat, const char *provider, const char *name,
 		const double *number, const char *const *type, double price,
 		char *err, size_t errlen);
+/* Declare a type name of assumption file `field` under `parent` (types
+ * built by the caller, such as a synthetic catalog). Returns its id, or
+ * -1. */
+int catalog_declare(struct catalog *cat, size_t field, const char *name,
+		    const char *parent);
+/* Make `alias` another spelling of type `target` of `field`; 0 or -1. */
+int catalog_alias(struct catalog *cat, size_t field, const char *alias,
+		  const char *target);
 /* Order the types after catalog_add (catalog_at and the look-ups below
  * need it). Returns 0, or -1 when out of memory. */
 int catalog_sort(struct catalog *cat);
