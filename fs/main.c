@@ -182,7 +182,7 @@ int main(int argc, char *argv[])
 		goto out_unmount;
 	statedir_set_pid(lockfd);
 	fs.model = model_open(&mo, err, sizeof(err));
-	if (!fs.model) {
+	if (!fs.model || model_start(fs.model, err, sizeof(err))) {
 		fprintf(stderr, "cclfs: %s\n", err);
 		goto out_signals;
 	}
@@ -195,8 +195,12 @@ int main(int argc, char *argv[])
 		fuse_loop_cfg_set_clone_fd(loop, (unsigned int)cmd.clone_fd);
 		/* Leave libfuse's defaults unless -o max_threads= and
 		 * -o max_idle_threads= were given. */
-		if (cmd.max_threads && cmd.max_threads != UINT_MAX)
-			fuse_loop_cfg_set_max_threads(loop, cmd.max_threads);
+		/* exec blocks a thread for as long as its command runs, so
+		 * allow many more than libfuse's default of 10. */
+		fuse_loop_cfg_set_max_threads(
+			loop, cmd.max_threads && cmd.max_threads != UINT_MAX
+				      ? cmd.max_threads
+				      : 256);
 		if (cmd.max_idle_threads != UINT_MAX)
 			fuse_loop_cfg_set_idle_threads(loop,
 						       cmd.max_idle_threads);

@@ -15,10 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Largest buffer one descriptor collects before a value is refused: a
  * value plus generous surrounding whitespace. */
 #define FS_WRITE_MAX (CONTRACT_VALUE_MAX + 1024)
+/* Largest command written to an exec file. */
+#define FS_EXEC_MAX ((size_t)1024 * 1024)
 
 /* One open file: what it names, the snapshot read from, and the bytes
  * written through it so far (validated again as a whole at each write). */
@@ -29,9 +32,12 @@ struct fshandle {
 	size_t snaplen;
 	char *buf;
 	size_t len;
-	char *prior;  /* the value before this descriptor's first write */
-	bool changed; /* a write through it was committed */
-	int refused;  /* -errno of a refused write: the rest is refused too */
+	int fd;		/* snapshot kept in a file (command output), or -1 */
+	off_t exec_off; /* file offset where this descriptor's own command
+			   output starts (reads after an exec) */
+	char *prior;	/* the value before this descriptor's first write */
+	bool changed;	/* a write through it was committed */
+	int refused;	/* -errno of a refused write: the rest is refused too */
 };
 
 static struct fsctx *fs_ctx(void)
@@ -90,6 +96,17 @@ static mode_t fs_file_mode(int field)
 		       : S_IFREG | 0644;
 }
 
+static bool fs_writable(const struct fspath *p)
+{
+	if (p->kind == FSPATH_CLUSTER_FILE)
+		return model_cluster_file_writable(p->file);
+	if (p->kind == FSPATH_NODE_FILE)
+		return model_node_file_writable(p->file);
+	return p->kind == FSPATH_CONTRACT_FILE &&
+	       contract_field_at((size_t)p->field)->file !=
+		       CONTRACT_FILE_GENERATED;
+}
+
 static int fs_stat_path(const struct fspath *p, struct stat *st)
 {
 	struct model *m = fs_ctx()->model;
@@ -104,6 +121,9 @@ static int fs_stat_path(const struct fspath *p, struct stat *st)
 		fs_fill(st, S_IFREG | 0444, 1, fsreadme_size, fs_mounted_ns());
 		break;
 	case FSPATH_CLUSTERS:
+		model_clusters_stat(m, &a);
+		fs_fill(st, S_IFDIR | 0755, 2, 0, a.mtime_ns);
+		break;
 	case FSPATH_CATALOG:
 		fs_fill(st, S_IFDIR | 0755, 2, 0, fs_mounted_ns());
 		break;
@@ -127,6 +147,61 @@ static int fs_stat_path(const struct fspath *p, struct stat *st)
 		if (rc == 0)
 			fs_fill(st, fs_file_mode(p->field), 1, a.size,
 				a.mtime_ns);
+		break;
+	case FSPATH_CONTRACT_LINK: {
+		char contract[CONTRACT_NAME_MAX + 1];
+
+		if (model_cluster_contract(m, p->handle, contract,
+					   sizeof(contract)) ||
+		    strcmp(contract, p->contract) != 0)
+			return -ENOENT;
+		rc = model_cluster_stat(m, p->handle, &a);
+		if (rc == 0)
+			fs_fill(st, S_IFLNK | 0777, 1,
+				strlen("../../../clusters/") +
+					strlen(p->handle),
+				a.mtime_ns);
+		break;
+	}
+	case FSPATH_CLUSTER:
+		rc = model_cluster_stat(m, p->handle, &a);
+		if (rc == 0)
+			fs_fill(st, S_IFDIR | 0755, 3, 0, a.mtime_ns);
+		break;
+	case FSPATH_CLUSTER_CONTRACT: {
+		char contract[CONTRACT_NAME_MAX + 1];
+
+		rc = model_cluster_contract(m, p->handle, contract,
+					    sizeof(contract));
+		if (rc == 0)
+			rc = model_cluster_stat(m, p->handle, &a);
+		if (rc == 0)
+			fs_fill(st, S_IFLNK | 0777, 1,
+				strlen("../../contracts/") + strlen(contract),
+				a.mtime_ns);
+		break;
+	}
+	case FSPATH_CLUSTER_NODES:
+		rc = model_cluster_stat(m, p->handle, &a);
+		if (rc == 0)
+			fs_fill(st, S_IFDIR | 0755, 2, 0, a.mtime_ns);
+		break;
+	case FSPATH_NODE:
+		rc = model_node_stat(m, p->handle, p->node, &a);
+		if (rc == 0)
+			fs_fill(st, S_IFDIR | 0755, 2, 0, a.mtime_ns);
+		break;
+	case FSPATH_CLUSTER_FILE:
+	case FSPATH_NODE_FILE:
+		rc = model_cluster_file_stat(
+			m, p->handle,
+			p->kind == FSPATH_NODE_FILE ? p->node : NULL, p->file,
+			&a);
+		if (rc == 0)
+			fs_fill(st,
+				fs_writable(p) ? S_IFREG | 0644
+					       : S_IFREG | 0444,
+				1, a.size, a.mtime_ns);
 		break;
 	case FSPATH_CATALOG_PROVIDER:
 		if (!model_catalog_type(m, p->provider, 0))
@@ -240,6 +315,104 @@ static void fs_list_contract_dir(struct fs_lister *l, const struct fspath *dirp)
 	}
 }
 
+/* Names gathered under the model's lock, to be listed (and stat'ed, which
+ * takes the lock again) after it is released. */
+struct fs_names {
+	char (*v)[CONTRACT_NAME_MAX + 1];
+	size_t n, cap;
+};
+
+static int fs_names_add(struct fs_names *names, const char *name)
+{
+	if (names->n == names->cap) {
+		size_t cap = names->cap ? names->cap * 2 : 64;
+		char(*v)[CONTRACT_NAME_MAX + 1] =
+			realloc(names->v, cap * sizeof(*v));
+
+		if (!v)
+			return 1;
+		names->v = v;
+		names->cap = cap;
+	}
+	snprintf(names->v[names->n++], sizeof(*names->v), "%s", name);
+	return 0;
+}
+
+static int fs_names_handle(void *ctx, const char *handle,
+			   const struct model_attr *a)
+{
+	(void)a;
+	return fs_names_add(ctx, handle);
+}
+
+static int fs_names_node(void *ctx, const char *node)
+{
+	return fs_names_add(ctx, node);
+}
+
+/* List the gathered names as entries of kind `kind` under p. */
+static void fs_list_names(struct fs_lister *l, struct fspath p,
+			  enum fspath_kind kind, struct fs_names *names)
+{
+	p.kind = kind;
+	for (size_t i = 0; i < names->n; i++) {
+		if (kind == FSPATH_NODE)
+			snprintf(p.node, sizeof(p.node), "%s", names->v[i]);
+		else
+			snprintf(p.handle, sizeof(p.handle), "%s", names->v[i]);
+		if (fs_list_entry(l, &p, names->v[i]))
+			break;
+	}
+	free(names->v);
+}
+
+/* clusters/, clusters/H/, clusters/H/nodes/, clusters/H/nodes/N/, and
+ * contracts/NAME/clusters/. */
+static void fs_list_clusters(struct fs_lister *l, const struct fspath *dirp)
+{
+	struct model *m = fs_ctx()->model;
+	struct fs_names names = {0};
+	struct fspath p = *dirp;
+	const char *name;
+
+	switch (dirp->kind) {
+	case FSPATH_CLUSTERS:
+		model_clusters_list(m, NULL, fs_names_handle, &names);
+		fs_list_names(l, p, FSPATH_CLUSTER, &names);
+		break;
+	case FSPATH_CONTRACT_DIR:
+		model_clusters_list(m, dirp->contract, fs_names_handle, &names);
+		fs_list_names(l, p, FSPATH_CONTRACT_LINK, &names);
+		break;
+	case FSPATH_CLUSTER:
+		p.kind = FSPATH_CLUSTER_CONTRACT;
+		if (fs_list_entry(l, &p, "contract"))
+			return;
+		p.kind = FSPATH_CLUSTER_NODES;
+		if (fs_list_entry(l, &p, "nodes"))
+			return;
+		p.kind = FSPATH_CLUSTER_FILE;
+		for (size_t i = 0; (name = model_cluster_file_name(i)); i++) {
+			snprintf(p.file, sizeof(p.file), "%s", name);
+			if (fs_list_entry(l, &p, name))
+				return;
+		}
+		break;
+	case FSPATH_CLUSTER_NODES:
+		model_cluster_nodes(m, dirp->handle, fs_names_node, &names);
+		fs_list_names(l, p, FSPATH_NODE, &names);
+		break;
+	default:
+		p.kind = FSPATH_NODE_FILE;
+		for (size_t i = 0; (name = model_node_file_name(i)); i++) {
+			snprintf(p.file, sizeof(p.file), "%s", name);
+			if (fs_list_entry(l, &p, name))
+				return;
+		}
+		break;
+	}
+}
+
 /* catalog/, catalog/PROVIDER/ and catalog/PROVIDER/TYPE/. */
 static void fs_list_catalog(struct fs_lister *l, const struct fspath *dirp)
 {
@@ -319,18 +492,53 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 		model_contracts_list(fs_ctx()->model, fs_list_contract, &l);
 		break;
 	case FSPATH_CONTRACT:
-	case FSPATH_CONTRACT_DIR:
 		fs_list_contract_dir(&l, &p);
+		break;
+	case FSPATH_CONTRACT_DIR:
+		if (p.dir == CONTRACT_DIR_CLUSTERS)
+			fs_list_clusters(&l, &p);
+		else
+			fs_list_contract_dir(&l, &p);
 		break;
 	case FSPATH_CATALOG:
 	case FSPATH_CATALOG_PROVIDER:
 	case FSPATH_CATALOG_TYPE:
 		fs_list_catalog(&l, &p);
 		break;
+	case FSPATH_CLUSTERS:
+	case FSPATH_CLUSTER:
+	case FSPATH_CLUSTER_NODES:
+	case FSPATH_NODE:
+		fs_list_clusters(&l, &p);
+		break;
 	default:
 		break;
 	}
 	return 0;
+}
+
+static int fs_readlink(const char *path, char *buf, size_t size)
+{
+	char contract[CONTRACT_NAME_MAX + 1];
+	struct fspath p;
+	struct stat st;
+	int rc = fspath_parse(path, &p);
+
+	if (rc == 0)
+		rc = fs_stat_path(&p, &st);
+	if (rc)
+		return rc;
+	if (p.kind == FSPATH_CONTRACT_LINK) {
+		snprintf(buf, size, "../../../clusters/%s", p.handle);
+		return 0;
+	}
+	if (p.kind == FSPATH_CLUSTER_CONTRACT &&
+	    model_cluster_contract(fs_ctx()->model, p.handle, contract,
+				   sizeof(contract)) == 0) {
+		snprintf(buf, size, "../../contracts/%s", contract);
+		return 0;
+	}
+	return -EINVAL;
 }
 
 static int fs_mkdir(const char *path, mode_t mode)
@@ -379,6 +587,8 @@ static int fs_rmdir(const char *path)
 	case FSPATH_CONTRACT_DIR:
 		return fs_done(model_dir_reset(fs_ctx()->model, p.contract,
 					       (int)p.dir));
+	case FSPATH_CLUSTER:
+		return fs_done(model_cluster_remove(fs_ctx()->model, p.handle));
 	case FSPATH_CONTRACT_FILE:
 		return -ENOTDIR;
 	default:
@@ -396,8 +606,12 @@ static int fs_unlink(const char *path)
 	if (p.kind == FSPATH_CONTRACT_FILE)
 		return fs_done(
 			model_file_reset(fs_ctx()->model, p.contract, p.field));
-	if (p.kind == FSPATH_README || p.kind == FSPATH_CATALOG_FILE)
-		return -EACCES;
+	if (p.kind == FSPATH_CONTRACT_LINK)
+		return 0; /* rm -r of a contract: the cluster stays */
+	if (p.kind == FSPATH_README || p.kind == FSPATH_CATALOG_FILE ||
+	    p.kind == FSPATH_CLUSTER_FILE || p.kind == FSPATH_NODE_FILE ||
+	    p.kind == FSPATH_CLUSTER_CONTRACT)
+		return -EPERM;
 	return -EISDIR;
 }
 
@@ -492,13 +706,6 @@ static int fs_chown(const char *path, uid_t uid, gid_t gid,
 	return -EPERM;
 }
 
-static bool fs_writable(const struct fspath *p)
-{
-	return p->kind == FSPATH_CONTRACT_FILE &&
-	       contract_field_at((size_t)p->field)->file !=
-		       CONTRACT_FILE_GENERATED;
-}
-
 static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
 	struct fspath p;
@@ -531,8 +738,17 @@ static int fs_utimens(const char *path, const struct timespec tv[2],
 			return rc;
 	}
 	if (p.kind == FSPATH_README || p.kind == FSPATH_CATALOG_FILE ||
-	    (p.kind == FSPATH_CONTRACT_FILE && !fs_writable(&p)))
+	    ((p.kind == FSPATH_CONTRACT_FILE || p.kind == FSPATH_CLUSTER_FILE ||
+	      p.kind == FSPATH_NODE_FILE) &&
+	     !fs_writable(&p)))
 		return -EACCES;
+	if (p.kind == FSPATH_CLUSTER_FILE) {
+		if (tv[0].tv_nsec != UTIME_NOW || tv[1].tv_nsec != UTIME_NOW)
+			return 0;
+		inval_serve(path);
+		return fs_done(model_cluster_file_touch(fs_ctx()->model,
+							p.handle, p.file));
+	}
 	if (p.kind != FSPATH_CONTRACT_FILE)
 		return 0;
 	/* Only a plain touch (both times now) fires a trigger; touch -d,
@@ -549,6 +765,8 @@ static void fs_handle_free(struct fshandle *h)
 {
 	if (!h)
 		return;
+	if (h->fd >= 0)
+		close(h->fd);
 	free(h->snap);
 	free(h->buf);
 	free(h->prior);
@@ -566,6 +784,21 @@ static int fs_snapshot(struct fshandle *h)
 			return -ENOMEM;
 		memcpy(snap, fsreadme_text, fsreadme_size + 1);
 		len = fsreadme_size;
+	} else if (h->path.kind == FSPATH_CLUSTER_FILE ||
+		   h->path.kind == FSPATH_NODE_FILE) {
+		int fd = -1;
+		int rc = model_cluster_file_open(
+			fs_ctx()->model, h->path.handle,
+			h->path.kind == FSPATH_NODE_FILE ? h->path.node : NULL,
+			h->path.file, &snap, &len, &fd);
+
+		if (rc)
+			return rc;
+		if (fd >= 0) {
+			if (h->fd >= 0)
+				close(h->fd);
+			h->fd = fd;
+		}
 	} else if (h->path.kind == FSPATH_CATALOG_FILE) {
 		int rc = model_catalog_feature(fs_ctx()->model,
 					       h->path.provider, h->path.type,
@@ -596,7 +829,8 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 	if (rc)
 		return rc;
 	if (p.kind != FSPATH_README && p.kind != FSPATH_CONTRACT_FILE &&
-	    p.kind != FSPATH_CATALOG_FILE)
+	    p.kind != FSPATH_CATALOG_FILE && p.kind != FSPATH_CLUSTER_FILE &&
+	    p.kind != FSPATH_NODE_FILE)
 		return -EISDIR;
 	if (acc != O_RDONLY && !fs_writable(&p)) {
 		/* The kernel checks modes, but root passes that check. */
@@ -606,16 +840,17 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 				"this file is read-only; cclfs writes it"));
 		return -EACCES;
 	}
-	if (p.kind == FSPATH_CONTRACT_FILE) {
-		struct model_attr a;
+	{
+		struct stat st;
 
-		rc = model_file_stat(fs_ctx()->model, p.contract, p.field, &a);
+		rc = fs_stat_path(&p, &st);
 		if (rc)
 			return rc;
 	}
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
+	h->fd = -1;
 	h->path = p;
 	h->flags = fi->flags;
 	if (acc != O_WRONLY) {
@@ -642,6 +877,16 @@ static int fs_read(const char *path, char *buf, size_t size, off_t off,
 	(void)path;
 	if (off < 0)
 		return -EINVAL;
+	if (!h->snap && h->fd >= 0) {
+		ssize_t got;
+
+		/* After `echo cmd >&3`, `cat <&3` reads on from where the
+		 * command was written: that is where its output starts. */
+		if (h->exec_off && off >= h->exec_off)
+			off -= h->exec_off;
+		got = pread(h->fd, buf, size, off);
+		return got < 0 ? -errno : (int)got;
+	}
 	if (!h->snap || (size_t)off >= h->snaplen)
 		return 0;
 	n = h->snaplen - (size_t)off;
@@ -651,7 +896,59 @@ static int fs_read(const char *path, char *buf, size_t size, off_t off,
 	return (int)n;
 }
 
-static int fs_write_handle(struct fshandle *h, const char *data, size_t size)
+static int fs_exec_cancelled(void *ctx)
+{
+	(void)ctx;
+	return fuse_interrupted();
+}
+
+/* Run what was written to an exec file, and keep its output for reads on
+ * this descriptor. */
+static int fs_exec_run(struct fshandle *h)
+{
+	int fd = -1;
+	int rc = model_exec(fs_ctx()->model, h->path.handle,
+			    h->path.kind == FSPATH_NODE_FILE ? h->path.node
+							     : NULL,
+			    h->buf, h->len, fs_exec_cancelled, NULL, &fd);
+
+	h->len = 0;
+	if (fd >= 0) {
+		if (h->fd >= 0)
+			close(h->fd);
+		h->fd = fd;
+		free(h->snap);
+		h->snap = NULL;
+		h->snaplen = 0;
+	}
+	return rc;
+}
+
+/* A command runs when a newline ends what was written; the rest waits for
+ * the next write or the close. */
+static int fs_exec_write(struct fshandle *h, const char *data, size_t size,
+			 off_t off)
+{
+	char *grown;
+	int rc;
+
+	if (h->len + size > FS_EXEC_MAX)
+		return -E2BIG;
+	grown = realloc(h->buf, h->len + size + 1);
+	if (!grown)
+		return -ENOMEM;
+	h->buf = grown;
+	memcpy(h->buf + h->len, data, size);
+	h->len += size;
+	if (h->buf[h->len - 1] != '\n')
+		return (int)size;
+	h->exec_off = off + (off_t)size;
+	rc = fs_exec_run(h);
+	return rc ? rc : (int)size;
+}
+
+static int fs_write_handle(struct fshandle *h, const char *data, size_t size,
+			   off_t off)
 {
 	struct model *m = fs_ctx()->model;
 	const struct contract_field *f;
@@ -660,6 +957,14 @@ static int fs_write_handle(struct fshandle *h, const char *data, size_t size)
 
 	if (!fs_writable(&h->path))
 		return -EACCES;
+	if (h->path.kind == FSPATH_CLUSTER_FILE ||
+	    h->path.kind == FSPATH_NODE_FILE) {
+		if (strcmp(h->path.file, "exec") == 0)
+			return fs_exec_write(h, data, size, off);
+		rc = model_cluster_file_write(m, h->path.handle, h->path.file,
+					      data, size);
+		return rc ? rc : (int)size;
+	}
 	f = contract_field_at((size_t)h->path.field);
 	if (f->file == CONTRACT_FILE_TRIGGER) {
 		rc = model_file_write(m, h->path.contract, h->path.field, data,
@@ -709,16 +1014,22 @@ refused:
 static int fs_write(const char *path, const char *data, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	(void)off; /* offsets are ignored: a value is replaced, not edited */
+	/* Offsets are ignored: a value is replaced, not edited. */
 	inval_serve(path);
 	return fs_done(fs_write_handle((struct fshandle *)(uintptr_t)fi->fh,
-				       data, size));
+				       data, size, off));
 }
 
 static int fs_flush(const char *path, struct fuse_file_info *fi)
 {
+	struct fshandle *h = (struct fshandle *)(uintptr_t)fi->fh;
+
 	(void)path;
-	(void)fi;
+	/* A command written without a final newline runs at the close. */
+	if (h && h->len &&
+	    (h->path.kind == FSPATH_CLUSTER_FILE ||
+	     h->path.kind == FSPATH_NODE_FILE))
+		return fs_done(fs_exec_run(h));
 	return 0;
 }
 
@@ -774,6 +1085,7 @@ static void fs_destroy(void *data)
  */
 const struct fuse_operations fsops = {
 	.getattr = fs_getattr,
+	.readlink = fs_readlink,
 	.readdir = fs_readdir,
 	.mkdir = fs_mkdir,
 	.rmdir = fs_rmdir,

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define FSPATH_PARTS 4
+#define FSPATH_PARTS 5
 
 /* Split path into at most FSPATH_PARTS components (copied into buf). */
 static int fspath_split(const char *path, char *buf, size_t buflen, char **part)
@@ -24,6 +24,43 @@ static int fspath_split(const char *path, char *buf, size_t buflen, char **part)
 		part[n++] = tok;
 	}
 	return n;
+}
+
+/* clusters/HANDLE[/FILE | /contract | /nodes[/NODE[/FILE]]] (n >= 2). */
+static int fspath_cluster(char **part, int n, struct fspath *out)
+{
+	if (snprintf(out->handle, sizeof(out->handle), "%s", part[1]) >=
+	    (int)sizeof(out->handle))
+		return -ENOENT;
+	if (n == 2) {
+		out->kind = FSPATH_CLUSTER;
+		return 0;
+	}
+	if (strcmp(part[2], "nodes") != 0) {
+		if (n != 3 || snprintf(out->file, sizeof(out->file), "%s",
+				       part[2]) >= (int)sizeof(out->file))
+			return -ENOENT;
+		out->kind = strcmp(part[2], "contract") == 0
+				    ? FSPATH_CLUSTER_CONTRACT
+				    : FSPATH_CLUSTER_FILE;
+		return 0;
+	}
+	if (n == 3) {
+		out->kind = FSPATH_CLUSTER_NODES;
+		return 0;
+	}
+	if (snprintf(out->node, sizeof(out->node), "%s", part[3]) >=
+	    (int)sizeof(out->node))
+		return -ENOENT;
+	if (n == 4) {
+		out->kind = FSPATH_NODE;
+		return 0;
+	}
+	if (snprintf(out->file, sizeof(out->file), "%s", part[4]) >=
+	    (int)sizeof(out->file))
+		return -ENOENT;
+	out->kind = FSPATH_NODE_FILE;
+	return 0;
 }
 
 int fspath_parse(const char *path, struct fspath *out)
@@ -53,6 +90,8 @@ int fspath_parse(const char *path, struct fspath *out)
 			return -ENOENT;
 		return 0;
 	}
+	if (strcmp(part[0], "clusters") == 0)
+		return fspath_cluster(part, n, out);
 	if (strcmp(part[0], "catalog") == 0) {
 		char *dst[3] = {out->provider, out->type, out->feature};
 
@@ -74,6 +113,15 @@ int fspath_parse(const char *path, struct fspath *out)
 		return 0;
 	}
 	d = contract_dir_find(part[2]);
+	if (d == CONTRACT_DIR_CLUSTERS && n == 4) {
+		if (snprintf(out->handle, sizeof(out->handle), "%s", part[3]) >=
+		    (int)sizeof(out->handle))
+			return -ENOENT;
+		out->kind = FSPATH_CONTRACT_LINK;
+		return 0;
+	}
+	if (n == 5)
+		return -ENOENT;
 	if (n == 3) {
 		if (d >= 0) {
 			out->kind = FSPATH_CONTRACT_DIR;

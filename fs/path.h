@@ -11,14 +11,20 @@ enum fspath_kind {
 	FSPATH_README,
 	FSPATH_CONTRACTS,
 	FSPATH_CONTRACT,      /* contracts/NAME */
-	FSPATH_CONTRACT_DIR,  /* contracts/NAME/{manager,worker,config,clusters}
-			       */
+	FSPATH_CONTRACT_DIR,  /* contracts/NAME/{manager,worker,...} */
 	FSPATH_CONTRACT_FILE, /* a file of the contract schema */
 	FSPATH_CLUSTERS,
 	FSPATH_CATALOG,
 	FSPATH_CATALOG_PROVIDER, /* catalog/PROVIDER */
 	FSPATH_CATALOG_TYPE,	 /* catalog/PROVIDER/TYPE */
 	FSPATH_CATALOG_FILE,	 /* catalog/PROVIDER/TYPE/FEATURE */
+	FSPATH_CONTRACT_LINK,	 /* contracts/NAME/clusters/HANDLE */
+	FSPATH_CLUSTER,		 /* clusters/HANDLE */
+	FSPATH_CLUSTER_CONTRACT, /* clusters/HANDLE/contract (symlink) */
+	FSPATH_CLUSTER_FILE,	 /* clusters/HANDLE/FILE */
+	FSPATH_CLUSTER_NODES,	 /* clusters/HANDLE/nodes */
+	FSPATH_NODE,		 /* clusters/HANDLE/nodes/NODE */
+	FSPATH_NODE_FILE,	 /* clusters/HANDLE/nodes/NODE/FILE */
 };
 
 #define FSPATH_CATALOG_NAME_MAX 127
@@ -32,6 +38,10 @@ struct fspath {
 	char provider[FSPATH_CATALOG_NAME_MAX + 1];
 	char type[FSPATH_CATALOG_NAME_MAX + 1];
 	char feature[FSPATH_CATALOG_NAME_MAX + 1];
+	/* clusters: the handle, the node folder and the file */
+	char handle[CONTRACT_NAME_MAX + 1];
+	char node[16];
+	char file[32];
 };
 
 /* Parse an absolute path of the mount. Returns 0, or -ENOENT when no

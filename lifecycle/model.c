@@ -3,7 +3,9 @@
  * It is the only interface the filesystem layer uses. */
 #include "lifecycle/model.h"
 
+#include "lifecycle/cluster.h"
 #include "lifecycle/contract.h"
+#include "lifecycle/model_priv.h"
 #include "lifecycle/resolution.h"
 #include "lifecycle/store.h"
 #include "resolver/assumption.h"
@@ -16,8 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define MODEL_ERR_MAX 1024
 
 struct model_value {
 	char *text; /* NULL: the default */
@@ -36,20 +36,10 @@ struct model_contract {
 	struct model_value *values; /* one per schema field */
 };
 
-struct model {
-	pthread_mutex_t lock;
-	struct store *store;
-	const struct config *config;
-	struct resolution_env *resolution;
-	int verbose;
-	void (*changed)(void *ctx, const char *path);
-	void *changed_ctx;
-	struct model_contract **contracts; /* sorted by name */
-	size_t count, cap;
-	int64_t contracts_ns; /* last mkdir or rmdir in contracts/ */
-};
+static int model_fail_path(struct model *m, struct model_contract *c,
+			   const char *relpath, int rc, const char *why);
 
-static int64_t model_now(void)
+int64_t model_now(void)
 {
 	struct timespec ts;
 
@@ -57,21 +47,24 @@ static int64_t model_now(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+void model_notify_path(struct model *m, const char *path)
+{
+	if (m->changed)
+		m->changed(m->changed_ctx, path);
+}
+
 static void model_notify(struct model *m, const struct model_contract *c,
 			 const char *file)
 {
 	char path[256];
 
-	if (!m->changed)
-		return;
 	snprintf(path, sizeof(path), "contracts/%s/%s", c->name, file);
-	m->changed(m->changed_ctx, path);
+	model_notify_path(m, path);
 }
 
 /* Append a line to the log of `subject` (best effort: a log that cannot be
  * written must not turn a good operation into a failed one). */
-__attribute__((format(printf, 3, 4))) static void
-model_log(struct model *m, const char *subject, const char *fmt, ...)
+void model_log(struct model *m, const char *subject, const char *fmt, ...)
 {
 	char line[MODEL_ERR_MAX + 256], err[256];
 	int64_t now = model_now();
@@ -269,6 +262,9 @@ struct model *model_open(const struct model_options *opt, char *err,
 	m->resolution = resolution_env_open(opt->config, err, errlen);
 	if (!m->resolution)
 		goto fail;
+	snprintf(m->statedir, sizeof(m->statedir), "%s", opt->statedir);
+	if (cluster_open(m, err, errlen))
+		goto fail;
 	return m;
 fail:
 	model_close(m);
@@ -279,6 +275,7 @@ void model_close(struct model *m)
 {
 	if (!m)
 		return;
+	cluster_close(m);
 	for (size_t i = 0; i < m->count; i++)
 		model_contract_free(m->contracts[i]);
 	free(m->contracts);
@@ -391,6 +388,9 @@ int model_contract_remove(struct model *m, const char *name)
 	i = model_search(m, name, &found);
 	if (!found) {
 		rc = -ENOENT;
+	} else if (cluster_contract_busy(m, name, err, sizeof(err))) {
+		model_fail_path(m, m->contracts[i], "", -EBUSY, err);
+		rc = -EBUSY;
 	} else if (store_contract_remove(m->store, name, err, sizeof(err))) {
 		model_log(m, "contracts", "rmdir contracts/%s failed: %s", name,
 			  err);
@@ -549,8 +549,8 @@ static int model_fail_path(struct model *m, struct model_contract *c,
 	int64_t now = model_now();
 	char *copy;
 
-	snprintf(msg, sizeof(msg), "contracts/%s/%s: %s", c->name, relpath,
-		 why);
+	snprintf(msg, sizeof(msg), "contracts/%s%s%s: %s", c->name,
+		 *relpath ? "/" : "", relpath, why);
 	copy = strdup(msg);
 	if (copy && store_contract_error(m->store, c->name, msg, now, err,
 					 sizeof(err)) == 0) {
@@ -684,8 +684,8 @@ static int model_fire(struct model *m, struct model_contract *c, size_t f,
 
 	if (field->role == CONTRACT_ROLE_RESOLVE)
 		return model_resolve(m, c, f, now);
-	/* deploy: check the name, resolve as deploy will, then refuse: the
-	 * lifecycle of clusters is not part of this version. */
+	/* deploy: check the name, resolve, then record the cluster and hand
+	 * its creation to the background jobs. */
 	rc = contract_cluster_name(arg, len, name, sizeof(name), why,
 				   sizeof(why));
 	if (rc)
@@ -693,9 +693,29 @@ static int model_fire(struct model *m, struct model_contract *c, size_t f,
 	rc = model_resolve(m, c, f, now);
 	if (rc)
 		return rc;
-	return model_fail(m, c, f, -EOPNOTSUPP,
-			  "deploying clusters is not supported by this "
-			  "version of cclfs; the contract was resolved");
+	{
+		struct cluster_request req = {
+			.contract = c->name,
+			.name = name,
+			.cluster_type = model_value_cb(
+				c, contract_field_find(CONTRACT_DIR_TOP,
+						       "cluster_type")),
+			.node_count = atoi(model_value_cb(
+				c, contract_field_find(CONTRACT_DIR_TOP,
+						       "node_count"))),
+			.process_count = atoi(model_value_cb(
+				c, contract_field_find(CONTRACT_DIR_TOP,
+						       "node_process_count"))),
+			.resolution = model_value_cb(
+				c, contract_field_find(CONTRACT_DIR_TOP,
+						       "resolution")),
+		};
+
+		rc = cluster_deploy(m, &req, why, sizeof(why));
+	}
+	if (rc)
+		return model_fail(m, c, f, rc, why);
+	return 0;
 }
 
 int model_file_write(struct model *m, const char *contract, int field,

@@ -80,6 +80,70 @@ int model_contract_refuse(struct model *m, const char *contract,
 /* rmdir of a contract's folder: reset every value in it (so rm -r works). */
 int model_dir_reset(struct model *m, const char *contract, int dir);
 
+/* Start the background jobs (after the daemon went to the background) and
+ * finish what a crash interrupted: deploys, interrupts, resumes and
+ * terminations that were recorded but not completed. */
+int model_start(struct model *m, char *err, size_t errlen);
+
+/* --- clusters/ --- */
+
+int model_clusters_stat(struct model *m, struct model_attr *attr);
+/* clusters/ (contract NULL) or contracts/CONTRACT/clusters/: the handles. */
+int model_clusters_list(struct model *m, const char *contract,
+			int (*fn)(void *ctx, const char *handle,
+				  const struct model_attr *attr),
+			void *ctx);
+int model_cluster_stat(struct model *m, const char *handle,
+		       struct model_attr *attr);
+/* The contract a cluster was deployed from; -ENOENT when the cluster or
+ * the contract is gone. */
+int model_cluster_contract(struct model *m, const char *handle, char *out,
+			   size_t outlen);
+/* rmdir clusters/HANDLE: only a terminated cluster (-EBUSY otherwise). */
+int model_cluster_remove(struct model *m, const char *handle);
+
+/* Files of clusters/HANDLE/ (i = 0, 1, ... until NULL) and of each node
+ * folder, and whether a user may write them. */
+const char *model_cluster_file_name(size_t i);
+const char *model_node_file_name(size_t i);
+int model_cluster_file_writable(const char *file);
+int model_node_file_writable(const char *file);
+
+/* A file of a cluster (node NULL) or of one of its nodes ("0", "1", ...,
+ * "manager"): attributes, and a snapshot of its content. A snapshot is
+ * either in memory (*buf, *len) or, for command output that may be large,
+ * an open file (*fd >= 0, *buf NULL) to read with pread and close. */
+int model_cluster_file_stat(struct model *m, const char *handle,
+			    const char *node, const char *file,
+			    struct model_attr *attr);
+int model_cluster_file_open(struct model *m, const char *handle,
+			    const char *node, const char *file, char **buf,
+			    size_t *len, int *fd);
+/* Write to `state` or `restart` (touch fires restart too). */
+int model_cluster_file_write(struct model *m, const char *handle,
+			     const char *file, const char *text, size_t len);
+int model_cluster_file_touch(struct model *m, const char *handle,
+			     const char *file);
+
+/* The node folders of a cluster, in rank order ("manager" first). */
+int model_cluster_nodes(struct model *m, const char *handle,
+			int (*fn)(void *ctx, const char *node), void *ctx);
+int model_node_stat(struct model *m, const char *handle, const char *node,
+		    struct model_attr *attr);
+
+/*
+ * Run a command through exec on one node (node != NULL) or on every node
+ * (node NULL: output lines prefixed "RANK: "), and wait for it. cancelled
+ * is polled (Ctrl-C). On return *out_fd (when not NULL) is an open file
+ * with this command's standard output for the caller to read and close.
+ * Returns 0; -EIO when the command exited non-zero (anywhere); -EINTR
+ * when cancelled; -EBUSY when the cluster is not running; with the reason
+ * in the cluster's error file.
+ */
+int model_exec(struct model *m, const char *handle, const char *node,
+	       const char *command, size_t len, int (*cancelled)(void *),
+	       void *cancel_ctx, int *out_fd);
+
 /* catalog/: read-only, the same for the life of the daemon (no lock). The
  * providers, a provider's types (i = 0, 1, ... until NULL), whether a type
  * exists, the names of a type's files (i = 0, 1, ... until NULL), and the

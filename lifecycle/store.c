@@ -4,6 +4,7 @@
 #include "lifecycle/store.h"
 
 #include <fcntl.h>
+#include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 
 enum store_stmt {
 	STMT_CONTRACT_ADD,
@@ -19,6 +20,9 @@ enum store_stmt {
 	STMT_VALUE_PUT,
 	STMT_CONTRACT_ERROR,
 	STMT_LOG,
+	STMT_CLUSTER_PUT,
+	STMT_CLUSTER_REMOVE,
+	STMT_NODE_PUT,
 	STMT_COUNT,
 };
 
@@ -33,6 +37,17 @@ static const char *const store_sql[STMT_COUNT] = {
 	[STMT_CONTRACT_ERROR] = "UPDATE contracts SET error = ?2, error_ns = "
 				"?3 WHERE name = ?1",
 	[STMT_LOG] = "INSERT INTO log(at_ns, subject, line) VALUES(?1, ?2, ?3)",
+	[STMT_CLUSTER_PUT] =
+		"INSERT OR REPLACE INTO clusters(handle, contract, "
+		"cluster_type, resolution, state, error, node_count, "
+		"process_count, created_ns, state_ns, error_ns, price) "
+		"VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+	[STMT_CLUSTER_REMOVE] = "DELETE FROM clusters WHERE handle = ?1",
+	[STMT_NODE_PUT] = "INSERT OR REPLACE INTO nodes(handle, rank, "
+			  "provider, instance_type, instance_id, address, "
+			  "workdir, state, since_ns, exit_status, exec_ns) "
+			  "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+			  "?11)",
 };
 
 static const char store_schema[] =
@@ -54,7 +69,34 @@ static const char store_schema[] =
 	"  at_ns INTEGER NOT NULL,"
 	"  subject TEXT NOT NULL,"
 	"  line TEXT NOT NULL);"
-	"CREATE INDEX IF NOT EXISTS log_subject ON log(subject, id);";
+	"CREATE INDEX IF NOT EXISTS log_subject ON log(subject, id);"
+	/* Schema 2: clusters and their nodes. */
+	"CREATE TABLE IF NOT EXISTS clusters("
+	"  handle TEXT PRIMARY KEY,"
+	"  contract TEXT NOT NULL,"
+	"  cluster_type TEXT NOT NULL,"
+	"  resolution TEXT NOT NULL,"
+	"  state TEXT NOT NULL,"
+	"  error TEXT NOT NULL,"
+	"  node_count INTEGER NOT NULL,"
+	"  process_count INTEGER NOT NULL,"
+	"  created_ns INTEGER NOT NULL,"
+	"  state_ns INTEGER NOT NULL,"
+	"  error_ns INTEGER NOT NULL,"
+	"  price REAL) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS nodes("
+	"  handle TEXT NOT NULL REFERENCES clusters(handle) ON DELETE CASCADE,"
+	"  rank INTEGER NOT NULL,"
+	"  provider TEXT NOT NULL,"
+	"  instance_type TEXT NOT NULL,"
+	"  instance_id TEXT NOT NULL,"
+	"  address TEXT NOT NULL,"
+	"  workdir TEXT NOT NULL,"
+	"  state TEXT NOT NULL,"
+	"  since_ns INTEGER NOT NULL,"
+	"  exit_status INTEGER NOT NULL,"
+	"  exec_ns INTEGER NOT NULL,"
+	"  PRIMARY KEY(handle, rank)) WITHOUT ROWID;";
 
 struct store {
 	sqlite3 *db;
@@ -102,7 +144,7 @@ static int store_migrate(struct store *st, char *err, size_t errlen)
 	if (version < STORE_SCHEMA_VERSION)
 		return store_exec(st,
 				  "INSERT OR REPLACE INTO meta(key, value) "
-				  "VALUES('schema', '1')",
+				  "VALUES('schema', '2')",
 				  err, errlen);
 	return 0;
 }
@@ -304,4 +346,154 @@ out:
 	sqlite3_finalize(c);
 	sqlite3_finalize(v);
 	return rc;
+}
+
+int store_cluster_put(struct store *st, const struct store_cluster *c,
+		      char *err, size_t errlen)
+{
+	sqlite3_stmt *q = st->stmt[STMT_CLUSTER_PUT];
+
+	store_bind_text(q, 1, c->handle);
+	store_bind_text(q, 2, c->contract);
+	store_bind_text(q, 3, c->cluster_type);
+	store_bind_text(q, 4, c->resolution);
+	store_bind_text(q, 5, c->state);
+	store_bind_text(q, 6, c->error);
+	sqlite3_bind_int(q, 7, c->node_count);
+	sqlite3_bind_int(q, 8, c->process_count);
+	sqlite3_bind_int64(q, 9, c->created_ns);
+	sqlite3_bind_int64(q, 10, c->state_ns);
+	sqlite3_bind_int64(q, 11, c->error_ns);
+	if (isnan(c->price))
+		sqlite3_bind_null(q, 12);
+	else
+		sqlite3_bind_double(q, 12, c->price);
+	return store_step(st, STMT_CLUSTER_PUT, err, errlen);
+}
+
+int store_cluster_remove(struct store *st, const char *handle, char *err,
+			 size_t errlen)
+{
+	store_bind_text(st->stmt[STMT_CLUSTER_REMOVE], 1, handle);
+	return store_step(st, STMT_CLUSTER_REMOVE, err, errlen);
+}
+
+int store_node_put(struct store *st, const struct store_node *n, char *err,
+		   size_t errlen)
+{
+	sqlite3_stmt *q = st->stmt[STMT_NODE_PUT];
+
+	store_bind_text(q, 1, n->handle);
+	sqlite3_bind_int(q, 2, n->rank);
+	store_bind_text(q, 3, n->provider);
+	store_bind_text(q, 4, n->instance_type);
+	store_bind_text(q, 5, n->instance_id);
+	store_bind_text(q, 6, n->address);
+	store_bind_text(q, 7, n->workdir);
+	store_bind_text(q, 8, n->state);
+	sqlite3_bind_int64(q, 9, n->since_ns);
+	sqlite3_bind_int(q, 10, n->exit_status);
+	sqlite3_bind_int64(q, 11, n->exec_ns);
+	return store_step(st, STMT_NODE_PUT, err, errlen);
+}
+
+int store_load_clusters(struct store *st,
+			const struct store_cluster_loader *loader, char *err,
+			size_t errlen)
+{
+	sqlite3_stmt *c = NULL, *n = NULL;
+	int rc = -1;
+
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT handle, contract, cluster_type, "
+			       "resolution, state, error, node_count, "
+			       "process_count, created_ns, state_ns, error_ns, "
+			       "price FROM clusters ORDER BY handle",
+			       -1, &c, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(
+		    st->db,
+		    "SELECT rank, provider, instance_type, "
+		    "instance_id, address, workdir, state, since_ns, "
+		    "exit_status, exec_ns FROM nodes WHERE handle = "
+		    "?1 ORDER BY rank",
+		    -1, &n, NULL) != SQLITE_OK) {
+		store_fail(st, "reading clusters", err, errlen);
+		goto out;
+	}
+	while (sqlite3_step(c) == SQLITE_ROW) {
+		struct store_cluster cl = {
+			.handle = store_column_text(c, 0),
+			.contract = store_column_text(c, 1),
+			.cluster_type = store_column_text(c, 2),
+			.resolution = store_column_text(c, 3),
+			.state = store_column_text(c, 4),
+			.error = store_column_text(c, 5),
+			.node_count = sqlite3_column_int(c, 6),
+			.process_count = sqlite3_column_int(c, 7),
+			.created_ns = sqlite3_column_int64(c, 8),
+			.state_ns = sqlite3_column_int64(c, 9),
+			.error_ns = sqlite3_column_int64(c, 10),
+			.price = sqlite3_column_type(c, 11) == SQLITE_NULL
+					 ? NAN
+					 : sqlite3_column_double(c, 11),
+		};
+
+		if (loader->cluster(loader->ctx, &cl)) {
+			snprintf(err, errlen,
+				 "state database: cluster %s could not be "
+				 "loaded",
+				 cl.handle);
+			goto out;
+		}
+		store_bind_text(n, 1, cl.handle);
+		while (sqlite3_step(n) == SQLITE_ROW) {
+			struct store_node nd = {
+				.handle = cl.handle,
+				.rank = sqlite3_column_int(n, 0),
+				.provider = store_column_text(n, 1),
+				.instance_type = store_column_text(n, 2),
+				.instance_id = store_column_text(n, 3),
+				.address = store_column_text(n, 4),
+				.workdir = store_column_text(n, 5),
+				.state = store_column_text(n, 6),
+				.since_ns = sqlite3_column_int64(n, 7),
+				.exit_status = sqlite3_column_int(n, 8),
+				.exec_ns = sqlite3_column_int64(n, 9),
+			};
+
+			if (loader->node(loader->ctx, &nd)) {
+				snprintf(err, errlen,
+					 "state database: node %d of cluster "
+					 "%s could not be loaded",
+					 nd.rank, cl.handle);
+				goto out;
+			}
+		}
+		sqlite3_reset(n);
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(c);
+	sqlite3_finalize(n);
+	return rc;
+}
+
+int store_log_lines(struct store *st, const char *subject,
+		    int (*fn)(void *ctx, int64_t at_ns, const char *line),
+		    void *ctx, char *err, size_t errlen)
+{
+	sqlite3_stmt *q;
+
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT at_ns, line FROM log WHERE subject = "
+			       "?1 ORDER BY id",
+			       -1, &q, NULL) != SQLITE_OK)
+		return store_fail(st, "reading the log", err, errlen);
+	store_bind_text(q, 1, subject);
+	while (sqlite3_step(q) == SQLITE_ROW)
+		if (fn(ctx, sqlite3_column_int64(q, 0),
+		       store_column_text(q, 1)))
+			break;
+	sqlite3_finalize(q);
+	return 0;
 }

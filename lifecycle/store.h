@@ -42,6 +42,58 @@ int store_contract_error(struct store *st, const char *contract,
 int store_log(struct store *st, const char *subject, int64_t at_ns,
 	      const char *line, char *err, size_t errlen);
 
+/* A cluster and its nodes, as stored (strings are not copied). */
+struct store_cluster {
+	const char *handle;
+	const char *contract;
+	const char *cluster_type;
+	const char *resolution; /* the contract's resolution at deploy */
+	const char *state;
+	const char *error;
+	int node_count;
+	int process_count;
+	int64_t created_ns;
+	int64_t state_ns;
+	int64_t error_ns;
+	double price; /* USD per hour for the whole cluster; NAN unknown */
+};
+
+struct store_node {
+	const char *handle;
+	int rank; /* -1: the manager */
+	const char *provider;
+	const char *instance_type;
+	const char *instance_id;
+	const char *address;
+	const char *workdir;
+	const char *state;
+	int64_t since_ns;
+	int exit_status; /* of the last exec; -1: none yet */
+	int64_t exec_ns; /* when it ended */
+};
+
+int store_cluster_put(struct store *st, const struct store_cluster *c,
+		      char *err, size_t errlen);
+int store_cluster_remove(struct store *st, const char *handle, char *err,
+			 size_t errlen);
+int store_node_put(struct store *st, const struct store_node *n, char *err,
+		   size_t errlen);
+
+/* Every cluster, then its nodes in rank order (manager first). */
+struct store_cluster_loader {
+	void *ctx;
+	int (*cluster)(void *ctx, const struct store_cluster *c);
+	int (*node)(void *ctx, const struct store_node *n);
+};
+int store_load_clusters(struct store *st,
+			const struct store_cluster_loader *loader, char *err,
+			size_t errlen);
+
+/* The log lines of `subject`, oldest first; fn returns non-zero to stop. */
+int store_log_lines(struct store *st, const char *subject,
+		    int (*fn)(void *ctx, int64_t at_ns, const char *line),
+		    void *ctx, char *err, size_t errlen);
+
 /* Several calls as one transaction (nesting is not supported). */
 int store_begin(struct store *st, char *err, size_t errlen);
 int store_commit(struct store *st, char *err, size_t errlen);

@@ -63,24 +63,38 @@ teardown() {
 	[ ! -s "$C/error" ]
 }
 
-@test "deploy checks the name, resolves the contract, and says clusters are not supported yet" {
-	run touch "$C/deploy"
-	[ "$status" -eq 1 ]
-	[[ "$output" == *"Operation not supported"* ]]
-	[ -s "$C/resolution" ]
-	[[ "$(cat "$C/error")" == "contracts/c1/deploy: deploying clusters is not supported"* ]]
-	run_shell "echo mycluster > contracts/c1/deploy"
-	[[ "$output" == *"Operation not supported"* ]]
+@test "deploy checks the name, resolves the contract, and reports failures against deploy" {
 	run_shell "echo 'my cluster' > contracts/c1/deploy"
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"Invalid argument"* ]]
 	[ "$(cat "$C/error")" = "contracts/c1/deploy: \"my cluster\" is not a cluster name: use 1 to 64 letters, digits, '.', '_' or '-'" ]
+	[ -z "$(ls "$MNT/clusters")" ]
 	# A failed resolution is reported against deploy, which failed.
 	echo 'atleast 1P' >"$C/node_memory_size"
 	run touch "$C/deploy"
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"Invalid argument"* ]]
 	[[ "$(cat "$C/error")" == "contracts/c1/deploy: no instance type satisfies node_memory_size"* ]]
+	# A cloud type cannot be deployed by this version: said plainly.
+	rm "$C/node_memory_size"
+	echo t3.xlarge >"$C/node_machinetype"
+	echo ec2 >"$C/node_provider"
+	run touch "$C/deploy"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"Operation not supported"* ]]
+	[[ "$(cat "$C/error")" == "contracts/c1/deploy: the contract resolved to ec2 t3.xlarge, but this version of cclfs deploys only on the local provider"* ]]
+	[ -z "$(ls "$MNT/clusters")" ]
+	# On the local provider it deploys, under a name or 15 letters.
+	rm "$C/node_machinetype"
+	echo local >"$C/node_provider"
+	echo named >"$C/deploy"
+	touch "$C/deploy"
+	[ ! -s "$C/error" ]
+	[ -d "$MNT/clusters/named" ]
+	[ "$(ls "$MNT/clusters" | grep -cE '^[A-Za-z]{15}$')" = 1 ]
+	run_shell "echo named > contracts/c1/deploy"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"File exists"* ]]
 }
 
 @test "changing the resolve policy clears a stored resolution; node_count does not" {

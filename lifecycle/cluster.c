@@ -1,0 +1,1771 @@
+/* Clusters inside the model: deploying them from a contract, their state
+ * machine (deploying, running, interrupting, interrupted, resuming,
+ * terminating, terminated, failed), the background jobs that carry out
+ * transitions, and the files that show them. */
+#include "lifecycle/cluster.h"
+
+#include "lifecycle/contract.h"
+#include "lifecycle/model_priv.h"
+#include "lifecycle/resolution.h"
+#include "lifecycle/store.h"
+#include "providers/provider.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Nodes created per step of a deploy: the state file shows the progress
+ * between steps, and a crash loses at most one step's bookkeeping. */
+#define CLUSTER_DEPLOY_STEP 16
+
+enum cluster_state {
+	CLUSTER_DEPLOYING,
+	CLUSTER_RUNNING,
+	CLUSTER_INTERRUPTING,
+	CLUSTER_INTERRUPTED,
+	CLUSTER_RESUMING,
+	CLUSTER_TERMINATING,
+	CLUSTER_TERMINATED,
+	CLUSTER_FAILED,
+	CLUSTER_STATES,
+};
+
+static const char *const cluster_state_names[CLUSTER_STATES] = {
+	"deploying", "running",	    "interrupting", "interrupted",
+	"resuming",  "terminating", "terminated",   "failed"};
+
+enum cluster_op {
+	CLUSTER_OP_DEPLOY,
+	CLUSTER_OP_STOP,
+	CLUSTER_OP_START,
+	CLUSTER_OP_TERMINATE,
+};
+
+struct cluster_node {
+	struct provider_node pn;
+	char name[16]; /* "0", "1", ..., "manager" */
+	char provider[16];
+	char instance_type[64];
+	char state[16]; /* creating running stopped terminated failed */
+	int64_t since_ns;
+	int exit_status; /* of the last exec; -1: none */
+	int64_t exec_ns;
+};
+
+struct cluster {
+	char handle[CONTRACT_NAME_MAX + 1];
+	char contract[CONTRACT_NAME_MAX + 1];
+	char cluster_type[32];
+	char *resolution;
+	enum cluster_state state;
+	int node_count, process_count;
+	int64_t created_ns, state_ns;
+	double price;
+	char *error;
+	int64_t error_ns;
+	struct cluster_node *nodes; /* the manager first */
+	size_t nnodes;
+	int done;	 /* nodes through the current transition */
+	int64_t exec_ns; /* last exec on the whole cluster */
+	int64_t log_ns;	 /* last line of its log */
+	int64_t restart_ns;
+};
+
+struct cluster_job {
+	char handle[CONTRACT_NAME_MAX + 1];
+	enum cluster_op op;
+};
+
+struct cluster_jobs {
+	pthread_t thread;
+	pthread_cond_t cond;
+	bool started, stop;
+	struct cluster_job *q;
+	size_t n, cap;
+};
+
+/* Files of clusters/HANDLE/ and of nodes/NODE/, and which take writes. */
+static const struct {
+	const char *name;
+	bool writable;
+} cluster_files[] = {{"state", true},	  {"info", false},   {"exec", true},
+		     {"hostfile", false}, {"restart", true}, {"log", false},
+		     {"error", false}},
+  node_files[] = {{"status", false}, {"exec", true},	     {"stdout", false},
+		  {"stderr", false}, {"exit_status", false}, {"info", false}};
+
+static atomic_uint cluster_exec_seq;
+
+/* --- small helpers --- */
+
+static void cluster_time_text(int64_t ns, char *buf, size_t len)
+{
+	time_t t = (time_t)(ns / 1000000000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static struct cluster *cluster_find(struct model *m, const char *handle)
+{
+	size_t lo = 0, hi = m->nclusters;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(m->clusters[mid]->handle, handle);
+
+		if (c == 0)
+			return m->clusters[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static int cluster_insert(struct model *m, struct cluster *c)
+{
+	size_t i = 0;
+
+	if (m->nclusters == m->capclusters) {
+		size_t cap = m->capclusters ? m->capclusters * 2 : 16;
+		struct cluster **v = realloc(m->clusters, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		m->clusters = v;
+		m->capclusters = cap;
+	}
+	while (i < m->nclusters &&
+	       strcmp(m->clusters[i]->handle, c->handle) < 0)
+		i++;
+	memmove(m->clusters + i + 1, m->clusters + i,
+		(m->nclusters - i) * sizeof(*m->clusters));
+	m->clusters[i] = c;
+	m->nclusters++;
+	return 0;
+}
+
+static void cluster_free(struct cluster *c)
+{
+	if (!c)
+		return;
+	free(c->resolution);
+	free(c->error);
+	free(c->nodes);
+	free(c);
+}
+
+static struct cluster_node *cluster_node_find(struct cluster *c,
+					      const char *name)
+{
+	for (size_t i = 0; i < c->nnodes; i++)
+		if (strcmp(c->nodes[i].name, name) == 0)
+			return &c->nodes[i];
+	return NULL;
+}
+
+static void cluster_notify(struct model *m, const struct cluster *c,
+			   const char *file)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "clusters/%s/%s", c->handle, file);
+	model_notify_path(m, path);
+}
+
+__attribute__((format(printf, 3, 4))) static void
+cluster_log(struct model *m, struct cluster *c, const char *fmt, ...)
+{
+	char subject[96], line[MODEL_ERR_MAX + 128];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	snprintf(subject, sizeof(subject), "clusters/%s", c->handle);
+	model_log(m, subject, "%s", line);
+	c->log_ns = model_now();
+	cluster_notify(m, c, "log");
+}
+
+/* Where the outputs of a cluster's commands are kept. */
+static void cluster_dir(const struct model *m, const struct cluster *c,
+			char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/clusters/%s", m->statedir, c->handle);
+
+	if (n < 0 || (size_t)n >= len)
+		buf[0] = '\0'; /* too long: nothing is written anywhere */
+}
+
+static int cluster_mkdirs(const char *path)
+{
+	char tmp[PATH_MAX];
+
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0700) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, 0700) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* --- persistence --- */
+
+static int cluster_store(struct model *m, const struct cluster *c, char *err,
+			 size_t errlen)
+{
+	struct store_cluster sc = {
+		.handle = c->handle,
+		.contract = c->contract,
+		.cluster_type = c->cluster_type,
+		.resolution = c->resolution,
+		.state = cluster_state_names[c->state],
+		.error = c->error,
+		.node_count = c->node_count,
+		.process_count = c->process_count,
+		.created_ns = c->created_ns,
+		.state_ns = c->state_ns,
+		.error_ns = c->error_ns,
+		.price = c->price,
+	};
+
+	return store_cluster_put(m->store, &sc, err, errlen);
+}
+
+static int cluster_store_node(struct model *m, const struct cluster_node *n,
+			      char *err, size_t errlen)
+{
+	struct store_node sn = {
+		.handle = n->pn.handle,
+		.rank = n->pn.rank,
+		.provider = n->provider,
+		.instance_type = n->instance_type,
+		.instance_id = n->pn.instance_id,
+		.address = n->pn.address,
+		.workdir = n->pn.workdir,
+		.state = n->state,
+		.since_ns = n->since_ns,
+		.exit_status = n->exit_status,
+		.exec_ns = n->exec_ns,
+	};
+
+	return store_node_put(m->store, &sn, err, errlen);
+}
+
+/* Record why an operation on relpath of cluster c failed. */
+static int cluster_fail(struct model *m, struct cluster *c, const char *relpath,
+			int rc, const char *why)
+{
+	char msg[MODEL_ERR_MAX], err[MODEL_ERR_MAX];
+	char *copy, *old = c->error;
+	int64_t old_ns = c->error_ns;
+
+	snprintf(msg, sizeof(msg), "clusters/%s%s%s: %s", c->handle,
+		 *relpath ? "/" : "", relpath, why);
+	copy = strdup(msg);
+	if (copy) {
+		c->error = copy;
+		c->error_ns = model_now();
+		if (cluster_store(m, c, err, sizeof(err))) {
+			c->error = old;
+			c->error_ns = old_ns;
+			free(copy);
+		} else {
+			free(old);
+			cluster_notify(m, c, "error");
+		}
+	}
+	cluster_log(m, c, "%s", msg);
+	return rc;
+}
+
+static void cluster_clear_error(struct model *m, struct cluster *c)
+{
+	char err[MODEL_ERR_MAX];
+
+	if (!*c->error)
+		return;
+	c->error[0] = '\0';
+	c->error_ns = model_now();
+	if (cluster_store(m, c, err, sizeof(err)) == 0)
+		cluster_notify(m, c, "error");
+}
+
+/* Move c to state s (and store it). */
+static int cluster_set_state(struct model *m, struct cluster *c,
+			     enum cluster_state s, char *err, size_t errlen)
+{
+	enum cluster_state old = c->state;
+	int64_t old_ns = c->state_ns;
+
+	c->state = s;
+	c->state_ns = model_now();
+	c->done = 0;
+	if (cluster_store(m, c, err, errlen)) {
+		c->state = old;
+		c->state_ns = old_ns;
+		return -EIO;
+	}
+	cluster_notify(m, c, "state");
+	cluster_log(m, c, "state: %s", cluster_state_names[s]);
+	return 0;
+}
+
+/* --- jobs --- */
+
+static void cluster_queue(struct model *m, const char *handle,
+			  enum cluster_op op)
+{
+	struct cluster_jobs *j = m->jobs;
+	struct cluster_job *q;
+
+	if (j->n == j->cap) {
+		size_t cap = j->cap ? j->cap * 2 : 16;
+
+		q = realloc(j->q, cap * sizeof(*q));
+		if (!q)
+			return; /* done again at the next mount */
+		j->q = q;
+		j->cap = cap;
+	}
+	q = &j->q[j->n++];
+	snprintf(q->handle, sizeof(q->handle), "%s", handle);
+	q->op = op;
+	pthread_cond_signal(&j->cond);
+}
+
+static struct provider *cluster_provider(struct model *m,
+					 const struct cluster_node *n)
+{
+	return strcmp(n->provider, "local") == 0 ? m->local : NULL;
+}
+
+/* Create the nodes not created yet, a step at a time. Called and returns
+ * with the model locked; unlocks around the provider. */
+static void cluster_job_deploy(struct model *m, struct cluster *c)
+{
+	char handle[CONTRACT_NAME_MAX + 1], err[MODEL_ERR_MAX];
+	struct provider_node step[CLUSTER_DEPLOY_STEP];
+	size_t idx[CLUSTER_DEPLOY_STEP];
+
+	snprintf(handle, sizeof(handle), "%s", c->handle);
+	for (;;) {
+		struct provider *p = NULL;
+		size_t n = 0;
+		int rc;
+
+		c = cluster_find(m, handle);
+		if (!c || c->state != CLUSTER_DEPLOYING)
+			return; /* terminated meanwhile */
+		for (size_t i = 0; i < c->nnodes && n < CLUSTER_DEPLOY_STEP;
+		     i++) {
+			if (strcmp(c->nodes[i].state, "creating") != 0)
+				continue;
+			if (p && cluster_provider(m, &c->nodes[i]) != p)
+				break;
+			p = cluster_provider(m, &c->nodes[i]);
+			idx[n] = i;
+			step[n++] = c->nodes[i].pn;
+		}
+		if (n == 0)
+			break;
+		pthread_mutex_unlock(&m->lock);
+		rc = p ? p->ops->create(p, step, n, err, sizeof(err)) : -ENOSYS;
+		if (!p)
+			snprintf(err, sizeof(err), "no provider for this node");
+		pthread_mutex_lock(&m->lock);
+		c = cluster_find(m, handle);
+		if (!c)
+			return;
+		if (rc) {
+			char why[MODEL_ERR_MAX + 32];
+
+			snprintf(why, sizeof(why), "deploy failed: %s", err);
+			cluster_set_state(m, c, CLUSTER_FAILED, err,
+					  sizeof(err));
+			cluster_fail(m, c, "", -EIO, why);
+			return;
+		}
+		if (store_begin(m->store, err, sizeof(err)) == 0) {
+			for (size_t k = 0; k < n; k++) {
+				struct cluster_node *nd = &c->nodes[idx[k]];
+
+				nd->pn = step[k];
+				snprintf(nd->state, sizeof(nd->state),
+					 "running");
+				nd->since_ns = model_now();
+				cluster_store_node(m, nd, err, sizeof(err));
+			}
+			if (store_commit(m->store, err, sizeof(err)))
+				store_rollback(m->store);
+		}
+		c->done += (int)n;
+		cluster_notify(m, c, "state");
+	}
+	if (c->state == CLUSTER_DEPLOYING &&
+	    cluster_set_state(m, c, CLUSTER_RUNNING, err, sizeof(err)) == 0)
+		cluster_log(m, c, "deployed %zu nodes", c->nnodes);
+}
+
+/* Stop, start or terminate every node; then the final state. */
+static void cluster_job_nodes(struct model *m, struct cluster *c,
+			      enum cluster_op op)
+{
+	static const struct {
+		enum cluster_state during, after;
+		const char *node_state;
+	} how[] = {
+		[CLUSTER_OP_STOP] = {CLUSTER_INTERRUPTING, CLUSTER_INTERRUPTED,
+				     "stopped"},
+		[CLUSTER_OP_START] = {CLUSTER_RESUMING, CLUSTER_RUNNING,
+				      "running"},
+		[CLUSTER_OP_TERMINATE] = {CLUSTER_TERMINATING,
+					  CLUSTER_TERMINATED, "terminated"},
+	};
+	char handle[CONTRACT_NAME_MAX + 1], err[MODEL_ERR_MAX];
+
+	snprintf(handle, sizeof(handle), "%s", c->handle);
+	for (size_t i = 0;; i++) {
+		struct provider_node pn;
+		struct provider *p;
+		int rc = 0;
+
+		c = cluster_find(m, handle);
+		if (!c || c->state != how[op].during)
+			return;
+		if (i >= c->nnodes)
+			break;
+		if (!*c->nodes[i].pn.instance_id ||
+		    strcmp(c->nodes[i].state, "terminated") == 0)
+			continue; /* never created, or already gone */
+		pn = c->nodes[i].pn;
+		p = cluster_provider(m, &c->nodes[i]);
+		pthread_mutex_unlock(&m->lock);
+		if (!p)
+			rc = -ENOSYS;
+		else if (op == CLUSTER_OP_STOP)
+			rc = p->ops->stop(p, &pn, err, sizeof(err));
+		else if (op == CLUSTER_OP_START)
+			rc = p->ops->start(p, &pn, err, sizeof(err));
+		else
+			rc = p->ops->terminate(p, &pn, err, sizeof(err));
+		pthread_mutex_lock(&m->lock);
+		c = cluster_find(m, handle);
+		if (!c)
+			return;
+		if (rc) {
+			char why[MODEL_ERR_MAX + 64];
+
+			snprintf(why, sizeof(why), "%s failed: %s",
+				 cluster_state_names[how[op].during], err);
+			cluster_set_state(m, c, CLUSTER_FAILED, err,
+					  sizeof(err));
+			cluster_fail(m, c, "", -EIO, why);
+			return;
+		}
+		snprintf(c->nodes[i].state, sizeof(c->nodes[i].state), "%s",
+			 how[op].node_state);
+		c->nodes[i].since_ns = model_now();
+		cluster_store_node(m, &c->nodes[i], err, sizeof(err));
+		c->done++;
+		cluster_notify(m, c, "state");
+	}
+	cluster_set_state(m, c, how[op].after, err, sizeof(err));
+}
+
+static void *cluster_jobs_main(void *arg)
+{
+	struct model *m = arg;
+	struct cluster_jobs *j = m->jobs;
+
+	pthread_mutex_lock(&m->lock);
+	while (!j->stop) {
+		struct cluster_job job;
+		struct cluster *c;
+
+		if (j->n == 0) {
+			pthread_cond_wait(&j->cond, &m->lock);
+			continue;
+		}
+		job = j->q[0];
+		memmove(j->q, j->q + 1, (j->n - 1) * sizeof(*j->q));
+		j->n--;
+		c = cluster_find(m, job.handle);
+		if (!c)
+			continue;
+		if (job.op == CLUSTER_OP_DEPLOY)
+			cluster_job_deploy(m, c);
+		else
+			cluster_job_nodes(m, c, job.op);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}
+
+/* --- loading, deploying --- */
+
+static int cluster_load_one(void *ctx, const struct store_cluster *sc)
+{
+	struct model *m = ctx;
+	struct cluster *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -1;
+	snprintf(c->handle, sizeof(c->handle), "%s", sc->handle);
+	snprintf(c->contract, sizeof(c->contract), "%s", sc->contract);
+	snprintf(c->cluster_type, sizeof(c->cluster_type), "%s",
+		 sc->cluster_type);
+	c->resolution = strdup(sc->resolution);
+	c->error = strdup(sc->error);
+	c->state = CLUSTER_FAILED;
+	for (int s = 0; s < CLUSTER_STATES; s++)
+		if (strcmp(sc->state, cluster_state_names[s]) == 0)
+			c->state = (enum cluster_state)s;
+	c->node_count = sc->node_count;
+	c->process_count = sc->process_count;
+	c->created_ns = sc->created_ns;
+	c->state_ns = sc->state_ns;
+	c->error_ns = sc->error_ns;
+	c->price = sc->price;
+	c->log_ns = sc->state_ns;
+	if (!c->resolution || !c->error || cluster_insert(m, c)) {
+		cluster_free(c);
+		return -1;
+	}
+	return 0;
+}
+
+static int cluster_load_node(void *ctx, const struct store_node *sn)
+{
+	struct model *m = ctx;
+	struct cluster *c = cluster_find(m, sn->handle);
+	struct cluster_node *v, *n;
+
+	if (!c)
+		return -1;
+	v = realloc(c->nodes, (c->nnodes + 1) * sizeof(*v));
+	if (!v)
+		return -1;
+	c->nodes = v;
+	n = &c->nodes[c->nnodes++];
+	memset(n, 0, sizeof(*n));
+	snprintf(n->pn.handle, sizeof(n->pn.handle), "%s", sn->handle);
+	n->pn.rank = sn->rank;
+	snprintf(n->pn.instance_id, sizeof(n->pn.instance_id), "%s",
+		 sn->instance_id);
+	snprintf(n->pn.address, sizeof(n->pn.address), "%s", sn->address);
+	snprintf(n->pn.workdir, sizeof(n->pn.workdir), "%s", sn->workdir);
+	if (sn->rank < 0)
+		snprintf(n->name, sizeof(n->name), "manager");
+	else
+		snprintf(n->name, sizeof(n->name), "%d", sn->rank);
+	snprintf(n->provider, sizeof(n->provider), "%s", sn->provider);
+	snprintf(n->instance_type, sizeof(n->instance_type), "%s",
+		 sn->instance_type);
+	snprintf(n->state, sizeof(n->state), "%s", sn->state);
+	n->since_ns = sn->since_ns;
+	n->exit_status = sn->exit_status;
+	n->exec_ns = sn->exec_ns;
+	return 0;
+}
+
+int cluster_open(struct model *m, char *err, size_t errlen)
+{
+	struct store_cluster_loader loader = {m, cluster_load_one,
+					      cluster_load_node};
+	char dir[PATH_MAX + 16];
+
+	m->jobs = calloc(1, sizeof(*m->jobs));
+	if (!m->jobs) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	pthread_cond_init(&m->jobs->cond, NULL);
+	m->clusters_ns = model_now();
+	if (store_load_clusters(m->store, &loader, err, errlen))
+		return -1;
+	snprintf(dir, sizeof(dir), "%s/nodes", m->statedir);
+	m->local = local_provider_open(dir, err, errlen);
+	return m->local ? 0 : -1;
+}
+
+int model_start(struct model *m, char *err, size_t errlen)
+{
+	struct cluster_jobs *j = m->jobs;
+
+	pthread_mutex_lock(&m->lock);
+	/* What a crash left half done is finished now. */
+	for (size_t i = 0; i < m->nclusters; i++) {
+		struct cluster *c = m->clusters[i];
+
+		if (c->state == CLUSTER_DEPLOYING)
+			cluster_queue(m, c->handle, CLUSTER_OP_DEPLOY);
+		else if (c->state == CLUSTER_INTERRUPTING)
+			cluster_queue(m, c->handle, CLUSTER_OP_STOP);
+		else if (c->state == CLUSTER_RESUMING)
+			cluster_queue(m, c->handle, CLUSTER_OP_START);
+		else if (c->state == CLUSTER_TERMINATING)
+			cluster_queue(m, c->handle, CLUSTER_OP_TERMINATE);
+	}
+	if (pthread_create(&j->thread, NULL, cluster_jobs_main, m)) {
+		pthread_mutex_unlock(&m->lock);
+		snprintf(err, errlen, "cannot start the background jobs");
+		return -1;
+	}
+	j->started = true;
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+void cluster_close(struct model *m)
+{
+	struct cluster_jobs *j = m->jobs;
+
+	if (j) {
+		pthread_mutex_lock(&m->lock);
+		j->stop = true;
+		pthread_cond_broadcast(&j->cond);
+		pthread_mutex_unlock(&m->lock);
+		if (j->started)
+			pthread_join(j->thread, NULL);
+		pthread_cond_destroy(&j->cond);
+		free(j->q);
+		free(j);
+		m->jobs = NULL;
+	}
+	for (size_t i = 0; i < m->nclusters; i++)
+		cluster_free(m->clusters[i]);
+	free(m->clusters);
+	m->clusters = NULL;
+	m->nclusters = 0;
+	if (m->local)
+		m->local->ops->close(m->local);
+	m->local = NULL;
+}
+
+int cluster_contract_busy(struct model *m, const char *contract, char *why,
+			  size_t whylen)
+{
+	for (size_t i = 0; i < m->nclusters; i++) {
+		const struct cluster *c = m->clusters[i];
+
+		if (strcmp(c->contract, contract) == 0 &&
+		    c->state != CLUSTER_TERMINATED) {
+			snprintf(why, whylen,
+				 "cluster %s of this contract is %s; "
+				 "terminate it first (echo terminated > "
+				 "clusters/%s/state)",
+				 c->handle, cluster_state_names[c->state],
+				 c->handle);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* A role's line of a resolution: "ROLE\tPROVIDER\tTYPE\tPRICE". */
+static int cluster_role(const char *resolution, const char *role,
+			char provider[16], char type[64], double *price)
+{
+	const char *line = resolution;
+	size_t n = strlen(role);
+
+	for (; line && *line;
+	     line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+		char p[16], t[64], pr[32];
+
+		if (strncmp(line, role, n) != 0 || line[n] != '\t')
+			continue;
+		if (sscanf(line + n + 1, "%15[^\t]\t%63[^\t]\t%31[^\n]", p, t,
+			   pr) != 3)
+			return -1;
+		memcpy(provider, p, sizeof(p));
+		memcpy(type, t, sizeof(t));
+		*price = strcmp(pr, "unknown") == 0 ? NAN : strtod(pr, NULL);
+		return 0;
+	}
+	return -1;
+}
+
+static void cluster_new_handle(struct model *m, char *out)
+{
+	static const char letters[] =
+		"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+
+	do {
+		unsigned char r[15];
+
+		if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			for (size_t i = 0; i < sizeof(r); i++)
+				r[i] = (unsigned char)rand();
+		for (size_t i = 0; i < sizeof(r); i++)
+			out[i] = letters[r[i] % (sizeof(letters) - 1)];
+		out[15] = '\0';
+	} while (cluster_find(m, out));
+}
+
+int cluster_deploy(struct model *m, const struct cluster_request *req,
+		   char *why, size_t whylen)
+{
+	bool mw = strcmp(req->cluster_type, "ManagerWorkers") == 0;
+	char provider[2][16], type[2][64], err[MODEL_ERR_MAX];
+	double price[2] = {0, 0};
+	struct cluster *c;
+	int64_t now = model_now();
+	size_t roles = mw ? 2 : 1;
+
+	for (size_t r = 0; r < roles; r++) {
+		const char *role = mw ? (r ? "worker" : "manager") : "node";
+
+		if (cluster_role(req->resolution, role, provider[r], type[r],
+				 &price[r])) {
+			snprintf(why, whylen,
+				 "the resolution has no line for the %s role; "
+				 "resolve again",
+				 role);
+			return -EINVAL;
+		}
+		if (strcmp(provider[r], "local") != 0) {
+			snprintf(why, whylen,
+				 "the contract resolved to %s %s, but this "
+				 "version of cclfs deploys only on the local "
+				 "provider; write local to node_provider to "
+				 "deploy on this machine",
+				 provider[r], type[r]);
+			return -EOPNOTSUPP;
+		}
+	}
+	if (*req->name && cluster_find(m, req->name)) {
+		snprintf(why, whylen, "a cluster named %s exists already",
+			 req->name);
+		return -EEXIST;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	if (*req->name)
+		snprintf(c->handle, sizeof(c->handle), "%s", req->name);
+	else
+		cluster_new_handle(m, c->handle);
+	snprintf(c->contract, sizeof(c->contract), "%s", req->contract);
+	snprintf(c->cluster_type, sizeof(c->cluster_type), "%s",
+		 req->cluster_type);
+	c->resolution = strdup(req->resolution);
+	c->error = strdup("");
+	c->state = CLUSTER_DEPLOYING;
+	c->node_count = req->node_count;
+	c->process_count = req->process_count;
+	c->created_ns = c->state_ns = c->error_ns = c->log_ns = now;
+	c->nnodes = (size_t)req->node_count + (mw ? 1 : 0);
+	c->nodes = calloc(c->nnodes, sizeof(*c->nodes));
+	if (!c->resolution || !c->error || !c->nodes) {
+		cluster_free(c);
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	c->price = 0;
+	for (size_t i = 0; i < c->nnodes; i++) {
+		struct cluster_node *n = &c->nodes[i];
+		size_t r = mw && i > 0 ? 1 : 0;
+
+		snprintf(n->pn.handle, sizeof(n->pn.handle), "%s", c->handle);
+		n->pn.rank = mw ? (int)i - 1 : (int)i;
+		if (n->pn.rank < 0)
+			snprintf(n->name, sizeof(n->name), "manager");
+		else
+			snprintf(n->name, sizeof(n->name), "%d", n->pn.rank);
+		snprintf(n->provider, sizeof(n->provider), "%s", provider[r]);
+		snprintf(n->instance_type, sizeof(n->instance_type), "%s",
+			 type[r]);
+		snprintf(n->state, sizeof(n->state), "creating");
+		n->since_ns = now;
+		n->exit_status = -1;
+		c->price += price[r];
+	}
+	/* The intent is durable before anything is created. */
+	if (store_begin(m->store, err, sizeof(err)) ||
+	    cluster_store(m, c, err, sizeof(err))) {
+		store_rollback(m->store);
+		cluster_free(c);
+		snprintf(why, whylen, "%s", err);
+		return -EIO;
+	}
+	for (size_t i = 0; i < c->nnodes; i++) {
+		if (cluster_store_node(m, &c->nodes[i], err, sizeof(err))) {
+			store_rollback(m->store);
+			cluster_free(c);
+			snprintf(why, whylen, "%s", err);
+			return -EIO;
+		}
+	}
+	if (store_commit(m->store, err, sizeof(err)) || cluster_insert(m, c)) {
+		store_rollback(m->store);
+		cluster_free(c);
+		snprintf(why, whylen, "could not record the cluster: %s", err);
+		return -EIO;
+	}
+	m->clusters_ns = now;
+	{
+		char line[128];
+
+		snprintf(line, sizeof(line), "contracts/%s, %zu nodes",
+			 c->contract, c->nnodes);
+		cluster_log(m, c, "deploy requested from %s", line);
+	}
+	cluster_queue(m, c->handle, CLUSTER_OP_DEPLOY);
+	return 0;
+}
+
+/* --- clusters/ in the tree --- */
+
+int model_clusters_stat(struct model *m, struct model_attr *attr)
+{
+	pthread_mutex_lock(&m->lock);
+	attr->size = 0;
+	attr->mtime_ns = m->clusters_ns;
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+int model_clusters_list(struct model *m, const char *contract,
+			int (*fn)(void *ctx, const char *handle,
+				  const struct model_attr *attr),
+			void *ctx)
+{
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < m->nclusters; i++) {
+		const struct cluster *c = m->clusters[i];
+		struct model_attr a = {0, c->created_ns};
+
+		if (contract && strcmp(c->contract, contract) != 0)
+			continue;
+		if (fn(ctx, c->handle, &a))
+			break;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+int model_cluster_stat(struct model *m, const char *handle,
+		       struct model_attr *attr)
+{
+	struct cluster *c;
+	int rc = 0;
+
+	pthread_mutex_lock(&m->lock);
+	c = cluster_find(m, handle);
+	if (c) {
+		attr->size = 0;
+		attr->mtime_ns = c->created_ns;
+	} else {
+		rc = -ENOENT;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+int model_cluster_contract(struct model *m, const char *handle, char *out,
+			   size_t outlen)
+{
+	struct model_attr a;
+	struct cluster *c;
+	char name[CONTRACT_NAME_MAX + 1] = "";
+
+	pthread_mutex_lock(&m->lock);
+	c = cluster_find(m, handle);
+	if (c)
+		snprintf(name, sizeof(name), "%s", c->contract);
+	pthread_mutex_unlock(&m->lock);
+	if (!*name || model_contract_stat(m, name, &a))
+		return -ENOENT;
+	snprintf(out, outlen, "%s", name);
+	return 0;
+}
+
+static void cluster_remove_outputs(struct model *m, const struct cluster *c)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 64];
+
+	cluster_dir(m, c, dir, sizeof(dir));
+	for (size_t i = 0; i < c->nnodes; i++) {
+		snprintf(path, sizeof(path), "%s/%s.stdout", dir,
+			 c->nodes[i].name);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/%s.stderr", dir,
+			 c->nodes[i].name);
+		unlink(path);
+	}
+	snprintf(path, sizeof(path), "%s/exec.out", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/hostfile", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
+int model_cluster_remove(struct model *m, const char *handle)
+{
+	char err[MODEL_ERR_MAX];
+	struct cluster *c;
+	int rc = 0;
+
+	pthread_mutex_lock(&m->lock);
+	c = cluster_find(m, handle);
+	if (!c) {
+		rc = -ENOENT;
+	} else if (c->state != CLUSTER_TERMINATED) {
+		snprintf(err, sizeof(err),
+			 "the cluster is %s; only a terminated cluster can "
+			 "be removed (echo terminated > clusters/%s/state)",
+			 cluster_state_names[c->state], c->handle);
+		rc = cluster_fail(m, c, "", -EBUSY, err);
+	} else if (store_cluster_remove(m->store, handle, err, sizeof(err))) {
+		rc = cluster_fail(m, c, "", -EIO, err);
+	} else {
+		size_t i = 0;
+
+		while (m->clusters[i] != c)
+			i++;
+		memmove(m->clusters + i, m->clusters + i + 1,
+			(m->nclusters - i - 1) * sizeof(*m->clusters));
+		m->nclusters--;
+		m->clusters_ns = model_now();
+		model_log(m, "clusters", "removed clusters/%s", handle);
+		cluster_remove_outputs(m, c);
+		cluster_free(c);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+const char *model_cluster_file_name(size_t i)
+{
+	return i < sizeof(cluster_files) / sizeof(*cluster_files)
+		       ? cluster_files[i].name
+		       : NULL;
+}
+
+const char *model_node_file_name(size_t i)
+{
+	return i < sizeof(node_files) / sizeof(*node_files) ? node_files[i].name
+							    : NULL;
+}
+
+int model_cluster_file_writable(const char *file)
+{
+	for (size_t i = 0; i < sizeof(cluster_files) / sizeof(*cluster_files);
+	     i++)
+		if (strcmp(cluster_files[i].name, file) == 0)
+			return cluster_files[i].writable;
+	return 0;
+}
+
+int model_node_file_writable(const char *file)
+{
+	for (size_t i = 0; i < sizeof(node_files) / sizeof(*node_files); i++)
+		if (strcmp(node_files[i].name, file) == 0)
+			return node_files[i].writable;
+	return 0;
+}
+
+int model_cluster_nodes(struct model *m, const char *handle,
+			int (*fn)(void *ctx, const char *node), void *ctx)
+{
+	struct cluster *c;
+	int rc = 0;
+
+	pthread_mutex_lock(&m->lock);
+	c = cluster_find(m, handle);
+	if (!c)
+		rc = -ENOENT;
+	for (size_t i = 0; c && i < c->nnodes; i++)
+		if (fn(ctx, c->nodes[i].name))
+			break;
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+int model_node_stat(struct model *m, const char *handle, const char *node,
+		    struct model_attr *attr)
+{
+	struct cluster *c;
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&m->lock);
+	c = cluster_find(m, handle);
+	if (c && cluster_node_find(c, node)) {
+		attr->size = 0;
+		attr->mtime_ns = c->created_ns;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+/* --- rendering the files --- */
+
+struct cluster_text {
+	char *buf;
+	size_t len, cap;
+};
+
+__attribute__((format(printf, 2, 3))) static void
+cluster_printf(struct cluster_text *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		size_t room = t->cap - t->len;
+
+		va_start(ap, fmt);
+		n = vsnprintf(t->buf ? t->buf + t->len : NULL,
+			      t->buf ? room : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			return;
+		if (t->buf && (size_t)n < room) {
+			t->len += (size_t)n;
+			return;
+		}
+		{
+			size_t cap = (t->cap + (size_t)n + 1) * 2;
+			char *b = realloc(t->buf, cap);
+
+			if (!b)
+				return;
+			t->buf = b;
+			t->cap = cap;
+		}
+	}
+}
+
+static void cluster_render_state(const struct cluster *c,
+				 struct cluster_text *t)
+{
+	bool moving = c->state == CLUSTER_DEPLOYING ||
+		      c->state == CLUSTER_INTERRUPTING ||
+		      c->state == CLUSTER_RESUMING ||
+		      c->state == CLUSTER_TERMINATING;
+
+	if (moving)
+		cluster_printf(t, "%s %d/%zu\n", cluster_state_names[c->state],
+			       c->done, c->nnodes);
+	else
+		cluster_printf(t, "%s\n", cluster_state_names[c->state]);
+}
+
+static void cluster_render_info(const struct cluster *c, int64_t now,
+				struct cluster_text *t)
+{
+	char when[32];
+	int64_t end = c->state == CLUSTER_TERMINATED ? c->state_ns : now;
+	double hours = (double)(end - c->created_ns) / 3.6e12;
+
+	cluster_time_text(c->created_ns, when, sizeof(when));
+	cluster_printf(t, "handle: %s\ncontract: %s\ncluster_type: %s\n",
+		       c->handle, c->contract, c->cluster_type);
+	for (size_t i = 0; i < c->nnodes; i++) {
+		const struct cluster_node *n = &c->nodes[i];
+
+		/* One line per role: the manager, then the first node. */
+		if (i == 0 || (i == 1 && c->nodes[0].pn.rank < 0))
+			cluster_printf(t, "%s: %s %s\n",
+				       n->pn.rank < 0		 ? "manager"
+				       : c->nodes[0].pn.rank < 0 ? "workers"
+								 : "nodes",
+				       n->provider, n->instance_type);
+	}
+	cluster_printf(t, "node_count: %d\nnode_process_count: %d\n",
+		       c->node_count, c->process_count);
+	cluster_printf(t, "created: %s\n", when);
+	if (isnan(c->price))
+		cluster_printf(t, "price_per_hour: unknown\n"
+				  "cost_so_far: unknown\n");
+	else
+		cluster_printf(t, "price_per_hour: %.15g\ncost_so_far: %.2f\n",
+			       c->price, c->price * hours);
+}
+
+static int cluster_render_log_line(void *ctx, int64_t at_ns, const char *line)
+{
+	char when[32];
+
+	cluster_time_text(at_ns, when, sizeof(when));
+	cluster_printf(ctx, "%s %s\n", when, line);
+	return 0;
+}
+
+static void cluster_render_node(const struct model *m,
+				const struct cluster_node *n, const char *file,
+				struct cluster_text *t)
+{
+	char when[32];
+
+	if (strcmp(file, "status") == 0) {
+		cluster_time_text(n->since_ns, when, sizeof(when));
+		cluster_printf(t,
+			       "state: %s\naddress: %s\ninstance_id: %s\n"
+			       "since: %s\n",
+			       n->state, n->pn.address, n->pn.instance_id,
+			       when);
+	} else if (strcmp(file, "exit_status") == 0) {
+		if (n->exit_status >= 0)
+			cluster_printf(t, "%d\n", n->exit_status);
+	} else if (strcmp(file, "info") == 0) {
+		cluster_printf(t, "provider: %s\ninstance_type: %s\n",
+			       n->provider, n->instance_type);
+		for (size_t i = 0; resolution_feature_name(i); i++) {
+			const char *f = resolution_feature_name(i);
+			char *v = NULL;
+			size_t len = 0;
+
+			if (resolution_feature(m->resolution, n->provider,
+					       n->instance_type, f, &v,
+					       &len) == 0 &&
+			    len)
+				cluster_printf(t, "%s: %s", f, v);
+			free(v);
+		}
+	}
+}
+
+/* The file that holds a node's last output, or the cluster's. */
+static void cluster_output_path(const struct model *m, const struct cluster *c,
+				const char *node, const char *file, char *buf,
+				size_t len)
+{
+	char dir[PATH_MAX];
+
+	cluster_dir(m, c, dir, sizeof(dir));
+	if (node)
+		snprintf(buf, len, "%s/%s.%s", dir, node,
+			 strcmp(file, "exec") == 0 ? "stdout" : file);
+	else
+		snprintf(buf, len, "%s/exec.out", dir);
+}
+
+static bool cluster_is_output(const char *node, const char *file)
+{
+	return strcmp(file, "exec") == 0 ||
+	       (node &&
+		(strcmp(file, "stdout") == 0 || strcmp(file, "stderr") == 0));
+}
+
+static int64_t cluster_file_mtime(const struct cluster *c,
+				  const struct cluster_node *n,
+				  const char *file)
+{
+	if (n)
+		return strcmp(file, "status") == 0 ? n->since_ns
+		       : strcmp(file, "info") == 0 ? c->created_ns
+		       : n->exec_ns		   ? n->exec_ns
+						   : c->created_ns;
+	if (strcmp(file, "state") == 0)
+		return c->state_ns;
+	if (strcmp(file, "error") == 0)
+		return c->error_ns;
+	if (strcmp(file, "log") == 0)
+		return c->log_ns;
+	if (strcmp(file, "exec") == 0)
+		return c->exec_ns ? c->exec_ns : c->created_ns;
+	if (strcmp(file, "restart") == 0)
+		return c->restart_ns ? c->restart_ns : c->created_ns;
+	return c->created_ns;
+}
+
+/* Render a file that is not command output (model locked). */
+static int cluster_render(struct model *m, struct cluster *c,
+			  struct cluster_node *n, const char *file,
+			  struct cluster_text *t)
+{
+	if (n) {
+		cluster_render_node(m, n, file, t);
+	} else if (strcmp(file, "state") == 0) {
+		cluster_render_state(c, t);
+	} else if (strcmp(file, "info") == 0) {
+		cluster_render_info(c, model_now(), t);
+	} else if (strcmp(file, "error") == 0) {
+		if (*c->error)
+			cluster_printf(t, "%s\n", c->error);
+	} else if (strcmp(file, "log") == 0) {
+		char subject[96], err[256];
+
+		snprintf(subject, sizeof(subject), "clusters/%s", c->handle);
+		store_log_lines(m->store, subject, cluster_render_log_line, t,
+				err, sizeof(err));
+	} else if (strcmp(file, "hostfile") == 0) {
+		for (size_t i = 0; i < c->nnodes; i++)
+			if (c->nodes[i].pn.rank >= 0)
+				cluster_printf(t, "%s slots=%d\n",
+					       *c->nodes[i].pn.address
+						       ? c->nodes[i].pn.address
+						       : "localhost",
+					       c->process_count);
+	} else if (strcmp(file, "restart") != 0) {
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* Find the cluster, the node and check the file exists (model locked). */
+static int cluster_lookup(struct model *m, const char *handle, const char *node,
+			  const char *file, struct cluster **c,
+			  struct cluster_node **n)
+{
+	bool known = false;
+
+	*c = cluster_find(m, handle);
+	*n = NULL;
+	if (!*c)
+		return -ENOENT;
+	if (node) {
+		*n = cluster_node_find(*c, node);
+		if (!*n)
+			return -ENOENT;
+		for (size_t i = 0; model_node_file_name(i); i++)
+			known |= strcmp(model_node_file_name(i), file) == 0;
+	} else {
+		for (size_t i = 0; model_cluster_file_name(i); i++)
+			known |= strcmp(model_cluster_file_name(i), file) == 0;
+	}
+	return known ? 0 : -ENOENT;
+}
+
+int model_cluster_file_stat(struct model *m, const char *handle,
+			    const char *node, const char *file,
+			    struct model_attr *attr)
+{
+	struct cluster_text t = {0};
+	struct cluster_node *n;
+	struct cluster *c;
+	int rc;
+
+	pthread_mutex_lock(&m->lock);
+	rc = cluster_lookup(m, handle, node, file, &c, &n);
+	if (rc == 0) {
+		attr->mtime_ns = cluster_file_mtime(c, n, file);
+		if (cluster_is_output(node, file)) {
+			char path[PATH_MAX + 96];
+			struct stat st;
+
+			cluster_output_path(m, c, node, file, path,
+					    sizeof(path));
+			attr->size =
+				stat(path, &st) == 0 ? (size_t)st.st_size : 0;
+		} else {
+			rc = cluster_render(m, c, n, file, &t);
+			attr->size = t.len;
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+	free(t.buf);
+	return rc;
+}
+
+int model_cluster_file_open(struct model *m, const char *handle,
+			    const char *node, const char *file, char **buf,
+			    size_t *len, int *fd)
+{
+	struct cluster_text t = {0};
+	struct cluster_node *n;
+	struct cluster *c;
+	int rc;
+
+	*buf = NULL;
+	*len = 0;
+	*fd = -1;
+	pthread_mutex_lock(&m->lock);
+	rc = cluster_lookup(m, handle, node, file, &c, &n);
+	if (rc == 0 && cluster_is_output(node, file)) {
+		char path[PATH_MAX + 96];
+
+		cluster_output_path(m, c, node, file, path, sizeof(path));
+		*fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (*fd < 0 && errno != ENOENT)
+			rc = -errno;
+	} else if (rc == 0) {
+		rc = cluster_render(m, c, n, file, &t);
+		if (rc == 0) {
+			*buf = t.buf ? t.buf : strdup("");
+			*len = t.len;
+			t.buf = NULL;
+			if (!*buf)
+				rc = -ENOMEM;
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+	free(t.buf);
+	return rc;
+}
+
+/* --- state changes and restart --- */
+
+/* The state a word asks for: interrupted/interrupt etc. */
+static int cluster_verb(const char *text, size_t len, enum cluster_op *op)
+{
+	static const struct {
+		const char *word;
+		enum cluster_op op;
+	} verbs[] = {{"interrupted", CLUSTER_OP_STOP},
+		     {"interrupt", CLUSTER_OP_STOP},
+		     {"resumed", CLUSTER_OP_START},
+		     {"resume", CLUSTER_OP_START},
+		     {"terminated", CLUSTER_OP_TERMINATE},
+		     {"terminate", CLUSTER_OP_TERMINATE}};
+
+	while (len && (*text == ' ' || *text == '\t' || *text == '\n'))
+		text++, len--;
+	while (len && (text[len - 1] == ' ' || text[len - 1] == '\t' ||
+		       text[len - 1] == '\n' || text[len - 1] == '\r'))
+		len--;
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(*verbs); i++)
+		if (strlen(verbs[i].word) == len &&
+		    strncmp(verbs[i].word, text, len) == 0) {
+			*op = verbs[i].op;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int cluster_request_state(struct model *m, struct cluster *c,
+				 enum cluster_op op)
+{
+	static const enum cluster_state during[] = {
+		[CLUSTER_OP_STOP] = CLUSTER_INTERRUPTING,
+		[CLUSTER_OP_START] = CLUSTER_RESUMING,
+		[CLUSTER_OP_TERMINATE] = CLUSTER_TERMINATING,
+	};
+	static const enum cluster_state done[] = {
+		[CLUSTER_OP_STOP] = CLUSTER_INTERRUPTED,
+		[CLUSTER_OP_START] = CLUSTER_RUNNING,
+		[CLUSTER_OP_TERMINATE] = CLUSTER_TERMINATED,
+	};
+	char why[MODEL_ERR_MAX], err[MODEL_ERR_MAX];
+	bool allowed;
+
+	/* Asking for where it is, or is going, already: nothing to do. */
+	if (c->state == during[op] || c->state == done[op]) {
+		cluster_clear_error(m, c);
+		return 0;
+	}
+	switch (op) {
+	case CLUSTER_OP_STOP:
+		allowed = c->state == CLUSTER_RUNNING;
+		break;
+	case CLUSTER_OP_START:
+		allowed = c->state == CLUSTER_INTERRUPTED;
+		break;
+	default:
+		allowed = true; /* any state can be terminated */
+		break;
+	}
+	if (!allowed) {
+		snprintf(why, sizeof(why),
+			 "the cluster is %s; it cannot be %s from there",
+			 cluster_state_names[c->state],
+			 op == CLUSTER_OP_STOP ? "interrupted" : "resumed");
+		return cluster_fail(m, c, "state", -EBUSY, why);
+	}
+	if (cluster_set_state(m, c, during[op], err, sizeof(err)))
+		return cluster_fail(m, c, "state", -EIO, err);
+	cluster_clear_error(m, c);
+	cluster_queue(m, c->handle, op);
+	return 0;
+}
+
+/* Kill every process cclfs started on the nodes (model locked; unlocks
+ * around the provider). */
+static int cluster_restart(struct model *m, struct cluster *c)
+{
+	char handle[CONTRACT_NAME_MAX + 1], err[MODEL_ERR_MAX];
+	struct provider_node *pns;
+	struct provider **ps;
+	size_t n = c->nnodes;
+	int rc = 0;
+
+	if (c->state != CLUSTER_RUNNING && c->state != CLUSTER_INTERRUPTED) {
+		snprintf(err, sizeof(err),
+			 "the cluster is %s; restart needs it running or "
+			 "interrupted",
+			 cluster_state_names[c->state]);
+		return cluster_fail(m, c, "restart", -EBUSY, err);
+	}
+	pns = calloc(n ? n : 1, sizeof(*pns));
+	ps = calloc(n ? n : 1, sizeof(*ps));
+	if (!pns || !ps) {
+		free(pns);
+		free(ps);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		pns[i] = c->nodes[i].pn;
+		ps[i] = cluster_provider(m, &c->nodes[i]);
+	}
+	snprintf(handle, sizeof(handle), "%s", c->handle);
+	pthread_mutex_unlock(&m->lock);
+	for (size_t i = 0; i < n && rc == 0; i++)
+		if (ps[i] && *pns[i].instance_id)
+			rc = ps[i]->ops->kill(ps[i], &pns[i], err, sizeof(err));
+	pthread_mutex_lock(&m->lock);
+	free(pns);
+	free(ps);
+	c = cluster_find(m, handle);
+	if (!c)
+		return -ENOENT;
+	if (rc)
+		return cluster_fail(m, c, "restart", -EIO, err);
+	c->restart_ns = model_now();
+	cluster_clear_error(m, c);
+	cluster_log(m, c, "restart: killed every process cclfs started");
+	return 0;
+}
+
+int model_cluster_file_write(struct model *m, const char *handle,
+			     const char *file, const char *text, size_t len)
+{
+	struct cluster *c;
+	enum cluster_op op;
+	int rc = 0;
+
+	pthread_mutex_lock(&m->lock);
+	c = cluster_find(m, handle);
+	if (!c) {
+		rc = -ENOENT;
+	} else if (strcmp(file, "restart") == 0) {
+		rc = cluster_restart(m, c);
+	} else if (strcmp(file, "state") != 0) {
+		rc = cluster_fail(m, c, file, -EACCES,
+				  "this file is read-only; cclfs writes it");
+	} else if (cluster_verb(text, len, &op)) {
+		char why[256], q[48];
+		size_t n = len > 40 ? 40 : len;
+
+		memcpy(q, text, n);
+		q[n] = '\0';
+		q[strcspn(q, "\n")] = '\0';
+		snprintf(why, sizeof(why),
+			 "\"%s\" is not a state to ask for; write "
+			 "interrupted, resumed or terminated",
+			 q);
+		rc = cluster_fail(m, c, "state", -EINVAL, why);
+	} else {
+		rc = cluster_request_state(m, c, op);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+int model_cluster_file_touch(struct model *m, const char *handle,
+			     const char *file)
+{
+	struct cluster *c;
+	int rc = 0;
+
+	pthread_mutex_lock(&m->lock);
+	c = cluster_find(m, handle);
+	if (!c)
+		rc = -ENOENT;
+	else if (strcmp(file, "restart") == 0)
+		rc = cluster_restart(m, c);
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+/* --- exec --- */
+
+struct cluster_exec_one {
+	struct provider *p;
+	struct provider_node pn;
+	char name[16];
+	char out[PATH_MAX + 96], errp[PATH_MAX + 96];
+	char env[4][PATH_MAX + 64];
+	const char *envp[5];
+	const char *command;
+	int (*cancelled)(void *);
+	void *cancel_ctx;
+	int rc;
+	int status;
+	char err[MODEL_ERR_MAX];
+	pthread_t thread;
+	bool joinable;
+};
+
+static void *cluster_exec_thread(void *arg)
+{
+	struct cluster_exec_one *x = arg;
+	struct provider_run run = {
+		.command = x->command,
+		.stdout_path = x->out,
+		.stderr_path = x->errp,
+		.env = x->envp,
+		.cancelled = x->cancelled,
+		.cancel_ctx = x->cancel_ctx,
+		.exit_status = -1,
+	};
+
+	x->rc = x->p ? x->p->ops->run(x->p, &x->pn, &run, x->err,
+				      sizeof(x->err))
+		     : -ENOSYS;
+	x->status = run.exit_status;
+	return NULL;
+}
+
+/* Copy the lines of file `from` into out, each prefixed "NAME: ". */
+static void cluster_prefix_lines(const char *from, const char *name, FILE *out)
+{
+	FILE *in = fopen(from, "re");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+
+	if (!in)
+		return;
+	while ((n = getline(&line, &cap, in)) > 0) {
+		fprintf(out, "%s: ", name);
+		fwrite(line, 1, (size_t)n, out);
+		if (line[n - 1] != '\n')
+			fputc('\n', out);
+	}
+	free(line);
+	fclose(in);
+}
+
+static void cluster_quote_command(const char *cmd, size_t len, char *out,
+				  size_t outlen)
+{
+	size_t n = len > 60 ? 60 : len;
+
+	while (n && (cmd[n - 1] == '\n' || cmd[n - 1] == ' '))
+		n--;
+	snprintf(out, outlen, "\"%.*s%s\"", (int)n, cmd, len > 60 ? "..." : "");
+	for (char *p = out; *p; p++)
+		if (*p == '\n')
+			*p = ';';
+}
+
+int model_exec(struct model *m, const char *handle, const char *node,
+	       const char *command, size_t len, int (*cancelled)(void *),
+	       void *cancel_ctx, int *out_fd)
+{
+	char dir[PATH_MAX], why[2 * MODEL_ERR_MAX], err[MODEL_ERR_MAX];
+	char relpath[64], q[96], *cmd;
+	struct cluster_exec_one *xs;
+	struct cluster *c;
+	unsigned seq = atomic_fetch_add(&cluster_exec_seq, 1);
+	size_t n = 0, failed = 0;
+	int rc = 0, interrupted = 0;
+
+	if (out_fd)
+		*out_fd = -1;
+	cmd = strndup(command, len);
+	if (!cmd)
+		return -ENOMEM;
+	snprintf(relpath, sizeof(relpath), "%s%s%sexec", node ? "nodes/" : "",
+		 node ? node : "", node ? "/" : "");
+	cluster_quote_command(command, len, q, sizeof(q));
+	pthread_mutex_lock(&m->lock);
+	c = cluster_find(m, handle);
+	if (!c || (node && !cluster_node_find(c, node))) {
+		pthread_mutex_unlock(&m->lock);
+		free(cmd);
+		return -ENOENT;
+	}
+	if (c->state != CLUSTER_RUNNING) {
+		snprintf(why, sizeof(why),
+			 "the cluster is %s; commands run only on a running "
+			 "cluster",
+			 cluster_state_names[c->state]);
+		rc = cluster_fail(m, c, relpath, -EBUSY, why);
+		pthread_mutex_unlock(&m->lock);
+		free(cmd);
+		return rc;
+	}
+	xs = calloc(c->nnodes, sizeof(*xs));
+	cluster_dir(m, c, dir, sizeof(dir));
+	if (!xs || !*dir || cluster_mkdirs(dir)) {
+		pthread_mutex_unlock(&m->lock);
+		free(xs);
+		free(cmd);
+		return -EIO;
+	}
+	for (size_t i = 0; i < c->nnodes; i++) {
+		struct cluster_node *nd = &c->nodes[i];
+		struct cluster_exec_one *x = &xs[n];
+
+		if (node && strcmp(nd->name, node) != 0)
+			continue;
+		x->p = cluster_provider(m, nd);
+		x->pn = nd->pn;
+		snprintf(x->name, sizeof(x->name), "%s", nd->name);
+		snprintf(x->out, sizeof(x->out), "%s/.%s.%u.stdout", dir,
+			 nd->name, seq);
+		snprintf(x->errp, sizeof(x->errp), "%s/.%s.%u.stderr", dir,
+			 nd->name, seq);
+		snprintf(x->env[0], sizeof(x->env[0]), "CCLFS_CLUSTER=%s",
+			 c->handle);
+		snprintf(x->env[1], sizeof(x->env[1]), "CCLFS_NODE=%s",
+			 nd->pn.rank < 0 ? "manager" : nd->name);
+		snprintf(x->env[2], sizeof(x->env[2]), "CCLFS_NODE_COUNT=%d",
+			 c->node_count);
+		snprintf(x->env[3], sizeof(x->env[3]),
+			 "CCLFS_HOSTFILE=%s/hostfile", dir);
+		for (int e = 0; e < 4; e++)
+			x->envp[e] = x->env[e];
+		x->envp[4] = NULL;
+		x->command = cmd;
+		x->cancelled = cancelled;
+		x->cancel_ctx = cancel_ctx;
+		n++;
+	}
+	/* The hostfile commands see (CCLFS_HOSTFILE). */
+	{
+		struct cluster_text t = {0};
+		char path[PATH_MAX + 16];
+		FILE *f;
+
+		cluster_render(m, c, NULL, "hostfile", &t);
+		snprintf(path, sizeof(path), "%s/hostfile", dir);
+		f = fopen(path, "we");
+		if (f) {
+			if (t.buf)
+				fwrite(t.buf, 1, t.len, f);
+			fclose(f);
+		}
+		free(t.buf);
+	}
+	pthread_mutex_unlock(&m->lock);
+
+	if (n == 1) {
+		cluster_exec_thread(&xs[0]);
+	} else {
+		/* One thread per node, so that every node runs at once. */
+		for (size_t i = 0; i < n; i++)
+			xs[i].joinable = pthread_create(&xs[i].thread, NULL,
+							cluster_exec_thread,
+							&xs[i]) == 0;
+		for (size_t i = 0; i < n; i++)
+			if (!xs[i].joinable)
+				cluster_exec_thread(&xs[i]);
+		for (size_t i = 0; i < n; i++)
+			if (xs[i].joinable)
+				pthread_join(xs[i].thread, NULL);
+	}
+
+	/* The caller's own output, then the node's last output. */
+	if (!node) {
+		char all[PATH_MAX + 64], final[PATH_MAX + 64];
+		FILE *f;
+
+		snprintf(all, sizeof(all), "%s/.exec.%u.out", dir, seq);
+		snprintf(final, sizeof(final), "%s/exec.out", dir);
+		f = fopen(all, "we");
+		if (f) {
+			for (size_t i = 0; i < n; i++)
+				cluster_prefix_lines(xs[i].out, xs[i].name, f);
+			fclose(f);
+			if (out_fd)
+				*out_fd = open(all, O_RDONLY | O_CLOEXEC);
+			rename(all, final);
+		}
+	} else if (out_fd) {
+		*out_fd = open(xs[0].out, O_RDONLY | O_CLOEXEC);
+	}
+	for (size_t i = 0; i < n; i++) {
+		char final[PATH_MAX + 96];
+
+		snprintf(final, sizeof(final), "%s/%s.stdout", dir, xs[i].name);
+		rename(xs[i].out, final);
+		snprintf(final, sizeof(final), "%s/%s.stderr", dir, xs[i].name);
+		rename(xs[i].errp, final);
+	}
+
+	pthread_mutex_lock(&m->lock);
+	c = cluster_find(m, handle);
+	for (size_t i = 0; c && i < n; i++) {
+		struct cluster_node *nd = cluster_node_find(c, xs[i].name);
+
+		if (xs[i].rc == -EINTR)
+			interrupted = 1;
+		if (!nd)
+			continue;
+		nd->exit_status = xs[i].rc ? -1 : xs[i].status;
+		nd->exec_ns = model_now();
+		cluster_store_node(m, nd, err, sizeof(err));
+		{
+			char path[128];
+
+			snprintf(path, sizeof(path), "nodes/%s/stdout",
+				 nd->name);
+			cluster_notify(m, c, path);
+			snprintf(path, sizeof(path), "nodes/%s/stderr",
+				 nd->name);
+			cluster_notify(m, c, path);
+			snprintf(path, sizeof(path), "nodes/%s/exit_status",
+				 nd->name);
+			cluster_notify(m, c, path);
+			snprintf(path, sizeof(path), "nodes/%s/exec", nd->name);
+			cluster_notify(m, c, path);
+		}
+		if (xs[i].rc || xs[i].status != 0)
+			failed++;
+	}
+	if (c && !node) {
+		c->exec_ns = model_now();
+		cluster_notify(m, c, "exec");
+	}
+	if (c && interrupted) {
+		rc = cluster_fail(m, c, relpath, -EINTR,
+				  "the command was interrupted");
+	} else if (c && failed) {
+		size_t o;
+
+		if (node && xs[0].rc)
+			snprintf(why, sizeof(why), "%s could not be run: %s", q,
+				 xs[0].err);
+		else if (node)
+			snprintf(why, sizeof(why), "%s exited with status %d",
+				 q, xs[0].status);
+		else {
+			o = (size_t)snprintf(
+				why, sizeof(why),
+				"%s failed on %zu of %zu nodes:", q, failed, n);
+			for (size_t i = 0; i < n && o < sizeof(why); i++)
+				if (xs[i].rc || xs[i].status)
+					o += (size_t)snprintf(
+						why + o, sizeof(why) - o,
+						" %s (%s %d)", xs[i].name,
+						xs[i].rc ? "error" : "status",
+						xs[i].rc ? xs[i].rc
+							 : xs[i].status);
+		}
+		rc = cluster_fail(m, c, relpath, -EIO, why);
+	} else if (c) {
+		cluster_clear_error(m, c);
+	}
+	pthread_mutex_unlock(&m->lock);
+	free(xs);
+	free(cmd);
+	return rc;
+}

@@ -1,0 +1,46 @@
+/* The model's inside, shared by the files of lifecycle/ that make it up
+ * (model.c: contracts; cluster.c: clusters and their jobs). Not for fs/. */
+#ifndef CCLFS_LIFECYCLE_MODEL_PRIV_H
+#define CCLFS_LIFECYCLE_MODEL_PRIV_H
+
+#include "lifecycle/model.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#define MODEL_ERR_MAX 1024
+
+struct model_contract;
+struct cluster;
+struct cluster_jobs;
+struct provider;
+
+struct model {
+	pthread_mutex_t lock;
+	struct store *store;
+	const struct config *config;
+	struct resolution_env *resolution;
+	int verbose;
+	void (*changed)(void *ctx, const char *path);
+	void *changed_ctx;
+	struct model_contract **contracts; /* sorted by name */
+	size_t count, cap;
+	int64_t contracts_ns; /* last mkdir or rmdir in contracts/ */
+	char statedir[PATH_MAX];
+	/* clusters (cluster.c) */
+	struct cluster **clusters; /* sorted by handle */
+	size_t nclusters, capclusters;
+	int64_t clusters_ns;
+	struct provider *local;
+	struct cluster_jobs *jobs;
+};
+
+int64_t model_now(void);
+/* Tell the filesystem that a mount-relative path changed. */
+void model_notify_path(struct model *m, const char *path);
+/* Append a line to the log of `subject` ("contracts", "clusters/H"). */
+__attribute__((format(printf, 3, 4))) void
+model_log(struct model *m, const char *subject, const char *fmt, ...);
+
+#endif

@@ -1,0 +1,1059 @@
+/* The local provider's nodes: each node is a private working directory under
+ * the provider's base directory plus every process that carries its
+ * CCLFS_INSTANCE; creating, signalling, describing and running on them. */
+#include "providers/provider.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LOCAL_ENV_NAME	"CCLFS_INSTANCE"
+#define LOCAL_ENTRY_MAX (sizeof(LOCAL_ENV_NAME "=") + PROVIDER_ID_MAX)
+/* Room for "the manager of cluster HANDLE". */
+#define LOCAL_NAME_MAX 128
+/* Rounds of scan-and-signal before giving up with EBUSY, and the waits
+ * between them (ns). */
+#define LOCAL_PASSES	  100
+#define LOCAL_ROUND_FIRST 200000L
+#define LOCAL_ROUND_MAX	  20000000L
+/* Waits between two looks at a running command (ns). */
+#define LOCAL_POLL_FIRST 200000L
+#define LOCAL_POLL_MAX	 20000000L
+
+/* What the child could not do, reported up its pipe with errno. */
+enum local_stage {
+	LOCAL_STAGE_STDOUT = 1, /* open stdout_path */
+	LOCAL_STAGE_STDERR,	/* open stderr_path */
+	LOCAL_STAGE_STDIN,	/* open /dev/null */
+	LOCAL_STAGE_SETUP,	/* put them on 0, 1 and 2 */
+	LOCAL_STAGE_CHDIR,	/* enter the working directory */
+	LOCAL_STAGE_EXEC,	/* run /bin/sh */
+};
+
+struct local_provider {
+	struct provider base;
+	char basedir[PROVIDER_PATH_MAX + 1]; /* absolute, no trailing '/' */
+};
+
+/* What one pass over /proc found for one node. */
+struct local_scan {
+	size_t found;	  /* live processes that carry the node's entry */
+	size_t stopped;	  /* of which stopped or about to stop */
+	size_t signalled; /* of which were sent the signal */
+	pid_t denied;	  /* a process we may not signal, or 0 */
+};
+
+/* Everything the child needs, prepared before fork so that the child only
+ * makes async-signal-safe system calls. */
+struct local_child {
+	const char *dir;
+	const char *stdout_path, *stderr_path; /* never NULL */
+	bool same;  /* one file for both: they interleave as with 2>&1 */
+	int report; /* write end of the report pipe, >= 3 */
+	char *const *argv;
+	char *const *envp;
+	struct sigaction dfl;
+	sigset_t none;
+	unsigned int maxfd; /* for closing fds when close_range fails */
+};
+
+__attribute__((format(printf, 3, 4))) static void
+local_error(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* strerror without its shared buffer. */
+static const char *local_strerror(int e)
+{
+	const char *s = strerrordesc_np(e);
+
+	return s ? s : "unknown error";
+}
+
+static void local_sleep(long ns)
+{
+	struct timespec ts = {.tv_sec = ns / 1000000000L,
+			      .tv_nsec = ns % 1000000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+/* "node 3 of cluster H" or "the manager of cluster H", for messages; the
+ * handle's unprintable bytes are shown as '?'. */
+static void local_node_name(const struct provider_node *node, char *buf,
+			    size_t len)
+{
+	char h[sizeof(node->handle)];
+	size_t i;
+
+	for (i = 0; i + 1 < sizeof(h) && node->handle[i]; i++)
+		h[i] = isprint((unsigned char)node->handle[i]) ? node->handle[i]
+							       : '?';
+	h[i] = '\0';
+	if (node->rank == -1)
+		snprintf(buf, len, "the manager of cluster %s", h);
+	else
+		snprintf(buf, len, "node %d of cluster %s", node->rank, h);
+}
+
+/* [A-Za-z0-9._-]{1,64}, not "." or "..". */
+static bool local_handle_valid(const char *h, size_t size)
+{
+	size_t n = strnlen(h, size);
+
+	if (n == 0 || n >= size || strcmp(h, ".") == 0 || strcmp(h, "..") == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)h[i]) && !strchr("._-", h[i]))
+			return false;
+	return true;
+}
+
+/* The node's directory, BASEDIR/HANDLE/RANK (or HANDLE alone when `rank`
+ * is false), after checking the handle, the rank and, when the node has
+ * one, that its recorded workdir is that directory. */
+static int local_node_dir(const struct local_provider *lp,
+			  const struct provider_node *node, bool rank,
+			  char *path, size_t len, char *err, size_t errlen)
+{
+	char name[LOCAL_NAME_MAX];
+	int n;
+
+	local_node_name(node, name, sizeof(name));
+	if (!local_handle_valid(node->handle, sizeof(node->handle))) {
+		local_error(err, errlen,
+			    "%s has a cluster handle that is not valid (1 to "
+			    "64 letters, digits, '.', '_' or '-', not . or ..)",
+			    name);
+		return -EINVAL;
+	}
+	if (node->rank < -1) {
+		local_error(err, errlen,
+			    "%s has a rank that is not valid (0 or more, or "
+			    "-1 for the manager)",
+			    name);
+		return -EINVAL;
+	}
+	if (!rank)
+		n = snprintf(path, len, "%s/%s", lp->basedir, node->handle);
+	else if (node->rank == -1)
+		n = snprintf(path, len, "%s/%s/manager", lp->basedir,
+			     node->handle);
+	else
+		n = snprintf(path, len, "%s/%s/%d", lp->basedir, node->handle,
+			     node->rank);
+	if (n < 0 || (size_t)n >= len) {
+		local_error(err, errlen,
+			    "the working directory of %s would be longer than "
+			    "%zu bytes",
+			    name, len - 1);
+		return -ENAMETOOLONG;
+	}
+	if (rank && node->workdir[0] &&
+	    strncmp(node->workdir, path, sizeof(node->workdir)) != 0) {
+		local_error(err, errlen,
+			    "%s has the working directory %.*s, which is not "
+			    "%s of the local provider",
+			    name,
+			    (int)strnlen(node->workdir, PROVIDER_PATH_MAX),
+			    node->workdir, path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* "CCLFS_INSTANCE=<instance_id>" of a created node. */
+static int local_node_entry(const struct provider_node *node, char *entry,
+			    size_t len, char *err, size_t errlen)
+{
+	char name[LOCAL_NAME_MAX];
+	size_t n = strnlen(node->instance_id, sizeof(node->instance_id));
+
+	if (n == 0 || n >= sizeof(node->instance_id)) {
+		local_node_name(node, name, sizeof(name));
+		local_error(err, errlen,
+			    "%s has not been created (it has no instance id)",
+			    name);
+		return -EINVAL;
+	}
+	snprintf(entry, len, "%s=%s", LOCAL_ENV_NAME, node->instance_id);
+	return 0;
+}
+
+/* mkdir -p. A parent that vanishes meanwhile (a terminate removing an empty
+ * cluster directory) is made again. */
+static int local_mkdir_p(const char *path, mode_t mode)
+{
+	char buf[PROVIDER_PATH_MAX + 1];
+	size_t len = strlen(path);
+	struct stat st;
+
+	if (len == 0)
+		return -EINVAL;
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	for (int tries = 0; tries < 8; tries++) {
+		bool again = false;
+
+		memcpy(buf, path, len + 1);
+		for (char *p = buf + 1;; p++) {
+			char c = *p;
+
+			if (c != '/' && c != '\0')
+				continue;
+			*p = '\0';
+			if (mkdir(buf, mode) < 0 && errno != EEXIST) {
+				if (errno != ENOENT)
+					return -errno;
+				again = true;
+				break;
+			}
+			*p = c;
+			if (c == '\0')
+				break;
+		}
+		if (again)
+			continue;
+		if (stat(path, &st) < 0)
+			return -errno;
+		return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+	}
+	return -ENOENT;
+}
+
+/* "local-" and 16 random hex digits. */
+static int local_new_id(char *out, size_t len)
+{
+	unsigned char r[8];
+	size_t got = 0;
+
+	while (got < sizeof(r)) {
+		ssize_t n = getrandom(r + got, sizeof(r) - got, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		got += (size_t)n;
+	}
+	snprintf(out, len, "local-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1],
+		 r[2], r[3], r[4], r[5], r[6], r[7]);
+	return 0;
+}
+
+static int local_create(struct provider *p, struct provider_node *nodes,
+			size_t n, char *err, size_t errlen)
+{
+	struct local_provider *lp = (struct local_provider *)p;
+
+	for (size_t i = 0; i < n; i++) {
+		struct provider_node *node = &nodes[i];
+		char dir[PROVIDER_PATH_MAX + 1], id[PROVIDER_ID_MAX + 1] = "";
+		char name[LOCAL_NAME_MAX];
+		int rc = local_node_dir(lp, node, true, dir, sizeof(dir), err,
+					errlen);
+
+		if (rc < 0)
+			return rc;
+		local_node_name(node, name, sizeof(name));
+		if (!node->instance_id[0] &&
+		    (rc = local_new_id(id, sizeof(id))) < 0) {
+			local_error(err, errlen,
+				    "cannot make an instance id for %s: %s",
+				    name, local_strerror(-rc));
+			return rc;
+		}
+		rc = local_mkdir_p(dir, 0700);
+		if (rc < 0) {
+			local_error(err, errlen,
+				    "cannot create the working directory %s of "
+				    "%s: %s",
+				    dir, name, local_strerror(-rc));
+			return rc;
+		}
+		if (id[0]) {
+			snprintf(node->instance_id, sizeof(node->instance_id),
+				 "%s", id);
+			snprintf(node->address, sizeof(node->address),
+				 "localhost");
+		}
+		if (!node->workdir[0])
+			snprintf(node->workdir, sizeof(node->workdir), "%s",
+				 dir);
+	}
+	return 0;
+}
+
+/* Whether the environment of the process whose /proc directory is `dirfd`
+ * holds exactly `entry` (NAME=VALUE), read as a stream of NUL-terminated
+ * strings. Zombies and unreadable processes hold nothing. */
+static bool local_proc_has(int dirfd, const char *entry, size_t len)
+{
+	char buf[4096];
+	size_t pos = 0;
+	bool match = true, found = false;
+	ssize_t n;
+	int fd = openat(dirfd, "environ", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	while (!found && ((n = read(fd, buf, sizeof(buf))) > 0 ||
+			  (n < 0 && errno == EINTR))) {
+		for (ssize_t i = 0; i < n; i++) {
+			char c = buf[i];
+
+			if (c == '\0') {
+				if (match && pos == len) {
+					found = true;
+					break;
+				}
+				pos = 0;
+				match = true;
+			} else if (match && pos < len && c == entry[pos]) {
+				pos++;
+			} else {
+				match = false;
+			}
+		}
+	}
+	close(fd);
+	return found || (match && pos == len);
+}
+
+/* The state letter in /proc/PID/stat ('R', 'S', 'T'...), or 0. */
+static char local_proc_state(int dirfd)
+{
+	char buf[256];
+	const char *paren;
+	ssize_t n;
+	int fd = openat(dirfd, "stat", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	do
+		n = read(fd, buf, sizeof(buf) - 1);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* "PID (COMM) S ...": COMM may hold ')' but the fields after it
+	 * are numbers. */
+	paren = memrchr(buf, ')', (size_t)n);
+	if (!paren || paren + 2 >= buf + n)
+		return 0;
+	return paren[2];
+}
+
+/* Whether SIGSTOP is pending for the process: it stops as soon as it leaves
+ * the kernel. A shell waiting in vfork for a child that we stopped before
+ * its exec stays in state D, and would never reach T. */
+static bool local_proc_stop_pending(int dirfd)
+{
+	static const char *const keys[] = {"\nShdPnd:", "\nSigPnd:"};
+	unsigned long long bit = 1ULL << (SIGSTOP - 1);
+	char buf[4096];
+	ssize_t n;
+	int fd = openat(dirfd, "status", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	do
+		n = read(fd, buf, sizeof(buf) - 1);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const char *v = strstr(buf, keys[i]);
+
+		if (v && strtoull(v + strlen(keys[i]), NULL, 16) & bit)
+			return true;
+	}
+	return false;
+}
+
+/* Send `sig` to the process behind `pidfd` (or `pid` when pidfds are not
+ * supported). 0, or -errno; a process that is gone is not an error. */
+static int local_proc_signal(pid_t pid, int pidfd, int sig)
+{
+	int rc = pidfd >= 0 ? pidfd_send_signal(pidfd, sig, NULL, 0)
+			    : kill(pid, sig);
+
+	return rc < 0 && errno != ESRCH ? -errno : 0;
+}
+
+/* Look at one process for the node, and signal it if `sig` calls for it:
+ * SIGSTOP a process neither stopped nor about to, SIGCONT and SIGKILL any. The
+ * pidfd is opened before the environment is read again, so that a pid reused
+ * meanwhile is never signalled. */
+static void local_scan_one(int procfd, const char *pidname, pid_t pid,
+			   const char *entry, size_t len, int sig,
+			   struct local_scan *s)
+{
+	int dirfd = openat(procfd, pidname,
+			   O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	int pidfd = -1;
+	bool stopped;
+	char state;
+
+	if (dirfd < 0)
+		return;
+	if (!local_proc_has(dirfd, entry, len))
+		goto out;
+	if (sig) {
+		pidfd = pidfd_open(pid, 0);
+		if (pidfd < 0 && errno != ENOSYS)
+			goto out; /* gone */
+		if (pidfd >= 0 && !local_proc_has(dirfd, entry, len))
+			goto out;
+	}
+	state = local_proc_state(dirfd);
+	if (state == 0 || state == 'Z' || state == 'X')
+		goto out;
+	s->found++;
+	stopped = state == 'T' || state == 't' ||
+		  ((sig == 0 || sig == SIGSTOP) &&
+		   local_proc_stop_pending(dirfd));
+	if (stopped)
+		s->stopped++;
+	if (sig && !(sig == SIGSTOP && stopped)) {
+		if (local_proc_signal(pid, pidfd, sig) < 0) {
+			if (!s->denied)
+				s->denied = pid;
+		} else {
+			s->signalled++;
+		}
+	}
+out:
+	if (pidfd >= 0)
+		close(pidfd);
+	close(dirfd);
+}
+
+/* One pass over /proc for the processes whose environment holds `entry`,
+ * sending them `sig` (0: only count them). 0, or -errno. */
+static int local_scan_pass(const char *entry, int sig, struct local_scan *s)
+{
+	size_t len = strlen(entry);
+	pid_t self = getpid();
+	struct dirent *e;
+	DIR *d = opendir("/proc");
+
+	memset(s, 0, sizeof(*s));
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		char *end;
+		long pid;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0 || pid > INT_MAX || pid == self)
+			continue;
+		local_scan_one(dirfd(d), e->d_name, (pid_t)pid, entry, len, sig,
+			       s);
+	}
+	closedir(d);
+	return 0;
+}
+
+/* Signal every process of the node, again and again until a pass finds
+ * none that still needs it: processes may fork while we scan. */
+static int local_signal_node(const struct provider_node *node, int sig,
+			     char *err, size_t errlen)
+{
+	char entry[LOCAL_ENTRY_MAX], name[LOCAL_NAME_MAX];
+	struct local_scan s = {0};
+	long delay = LOCAL_ROUND_FIRST;
+	int rc = local_node_entry(node, entry, sizeof(entry), err, errlen);
+
+	if (rc < 0)
+		return rc;
+	local_node_name(node, name, sizeof(name));
+	for (int pass = 0; pass < LOCAL_PASSES; pass++) {
+		rc = local_scan_pass(entry, sig, &s);
+		if (rc < 0) {
+			local_error(err, errlen,
+				    "cannot list the processes of %s: %s", name,
+				    local_strerror(-rc));
+			return rc;
+		}
+		if (s.denied) {
+			local_error(err, errlen,
+				    "process %d of %s cannot be sent SIG%s: %s",
+				    (int)s.denied, name, sigabbrev_np(sig),
+				    local_strerror(EPERM));
+			return -EPERM;
+		}
+		if (sig == SIGSTOP && s.signalled == 0)
+			return 0;
+		if (sig == SIGKILL && s.found == 0)
+			return 0;
+		/* SIGCONT acts at once; a second pass catches processes a
+		 * continued one forked while we scanned. */
+		if (sig == SIGCONT && (s.found == 0 || pass == 1))
+			return 0;
+		if (sig != SIGCONT) {
+			local_sleep(delay);
+			delay = delay * 2 > LOCAL_ROUND_MAX ? LOCAL_ROUND_MAX
+							    : delay * 2;
+		}
+	}
+	if (sig == SIGSTOP)
+		local_error(err, errlen,
+			    "%zu processes of %s did not stop after %d rounds "
+			    "of SIGSTOP",
+			    s.signalled, name, LOCAL_PASSES);
+	else
+		local_error(err, errlen,
+			    "%zu processes of %s are still alive after %d "
+			    "rounds of SIGKILL",
+			    s.found, name, LOCAL_PASSES);
+	return -EBUSY;
+}
+
+static int local_stop(struct provider *p, const struct provider_node *node,
+		      char *err, size_t errlen)
+{
+	(void)p;
+	return local_signal_node(node, SIGSTOP, err, errlen);
+}
+
+static int local_start(struct provider *p, const struct provider_node *node,
+		       char *err, size_t errlen)
+{
+	(void)p;
+	return local_signal_node(node, SIGCONT, err, errlen);
+}
+
+static int local_kill(struct provider *p, const struct provider_node *node,
+		      char *err, size_t errlen)
+{
+	(void)p;
+	return local_signal_node(node, SIGKILL, err, errlen);
+}
+
+/* nftw callback of local_remove_tree: returns an errno to stop the walk. */
+static int local_remove_entry(const char *path, const struct stat *st, int type,
+			      struct FTW *ftw)
+{
+	int rc;
+
+	(void)st;
+	(void)ftw;
+	if (type == FTW_DP || type == FTW_D || type == FTW_DNR)
+		rc = rmdir(path);
+	else
+		rc = unlink(path);
+	return rc < 0 && errno != ENOENT ? errno : 0;
+}
+
+/* rm -r that follows no symlink and stays on one filesystem; a missing
+ * directory is removed already. 0, or -errno. */
+static int local_remove_tree(const char *dir)
+{
+	int rc = nftw(dir, local_remove_entry, 16,
+		      FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+
+	if (rc < 0)
+		return errno == ENOENT ? 0 : -errno;
+	return -rc;
+}
+
+static int local_terminate(struct provider *p, const struct provider_node *node,
+			   char *err, size_t errlen)
+{
+	struct local_provider *lp = (struct local_provider *)p;
+	char dir[PROVIDER_PATH_MAX + 1], name[LOCAL_NAME_MAX];
+	int rc = local_node_dir(lp, node, true, dir, sizeof(dir), err, errlen);
+
+	if (rc < 0)
+		return rc;
+	/* A node whose create crashed before its id was recorded has no
+	 * processes, but may have its directory. */
+	if (node->instance_id[0]) {
+		rc = local_signal_node(node, SIGKILL, err, errlen);
+		if (rc < 0)
+			return rc;
+	}
+	rc = local_remove_tree(dir);
+	if (rc < 0) {
+		local_node_name(node, name, sizeof(name));
+		local_error(err, errlen,
+			    "cannot remove the working directory %s of %s: %s",
+			    dir, name, local_strerror(-rc));
+		return rc;
+	}
+	/* The cluster's directory goes with its last node. */
+	if (local_node_dir(lp, node, false, dir, sizeof(dir), NULL, 0) == 0)
+		rmdir(dir);
+	return 0;
+}
+
+static int local_describe(struct provider *p, const struct provider_node *node,
+			  enum provider_state *state, char *err, size_t errlen)
+{
+	struct local_provider *lp = (struct local_provider *)p;
+	char dir[PROVIDER_PATH_MAX + 1], entry[LOCAL_ENTRY_MAX];
+	char name[LOCAL_NAME_MAX];
+	struct local_scan s;
+	struct stat st;
+	int rc = local_node_dir(lp, node, true, dir, sizeof(dir), err, errlen);
+
+	if (rc < 0)
+		return rc;
+	local_node_name(node, name, sizeof(name));
+	if (!node->instance_id[0]) { /* never created */
+		*state = PROVIDER_NODE_GONE;
+		return 0;
+	}
+	if (stat(dir, &st) < 0) {
+		if (errno == ENOENT) {
+			*state = PROVIDER_NODE_GONE;
+			return 0;
+		}
+		rc = -errno;
+		local_error(err, errlen,
+			    "cannot look at the working directory %s of %s: %s",
+			    dir, name, local_strerror(-rc));
+		return rc;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		local_error(err, errlen,
+			    "the working directory %s of %s is not a directory",
+			    dir, name);
+		return -ENOTDIR;
+	}
+	rc = local_node_entry(node, entry, sizeof(entry), err, errlen);
+	if (rc < 0)
+		return rc;
+	rc = local_scan_pass(entry, 0, &s);
+	if (rc < 0) {
+		local_error(err, errlen, "cannot list the processes of %s: %s",
+			    name, local_strerror(-rc));
+		return rc;
+	}
+	*state = s.stopped > 0 && s.stopped == s.found ? PROVIDER_NODE_STOPPED
+						       : PROVIDER_NODE_RUNNING;
+	return 0;
+}
+
+/* Length of the NAME in "NAME=VALUE". */
+static size_t local_env_name_len(const char *e)
+{
+	const char *eq = strchr(e, '=');
+
+	return eq ? (size_t)(eq - e) : strlen(e);
+}
+
+static bool local_env_same(const char *a, const char *b)
+{
+	size_t n = local_env_name_len(a);
+
+	return n == local_env_name_len(b) && memcmp(a, b, n) == 0;
+}
+
+/* The command's environment: the daemon's, then CCLFS_INSTANCE, then the
+ * extra entries (the last of a name wins). The strings are not copied. */
+static int local_env_build(const char *entry, const char *const *extra,
+			   const char *name, char ***out, char *err,
+			   size_t errlen)
+{
+	size_t nenv = 0, nextra = 0, n = 0;
+	char **envp;
+
+	for (size_t i = 0; extra && extra[i]; i++, nextra++) {
+		size_t len = local_env_name_len(extra[i]);
+
+		if (len == 0 || !extra[i][len]) {
+			local_error(err, errlen,
+				    "the environment entry \"%s\" for the "
+				    "command on %s is not NAME=VALUE",
+				    extra[i], name);
+			return -EINVAL;
+		}
+		if (local_env_same(extra[i], entry)) {
+			local_error(err, errlen,
+				    "the command on %s may not set %s: cclfs "
+				    "sets it",
+				    name, LOCAL_ENV_NAME);
+			return -EINVAL;
+		}
+	}
+	for (char **e = environ; e && *e; e++)
+		nenv++;
+	envp = calloc(nenv + nextra + 2, sizeof(*envp));
+	if (!envp) {
+		local_error(err, errlen,
+			    "out of memory for the command's environment on %s",
+			    name);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < nenv; i++) {
+		bool replaced = local_env_same(environ[i], entry);
+
+		for (size_t j = 0; !replaced && j < nextra; j++)
+			replaced = local_env_same(environ[i], extra[j]);
+		if (!replaced)
+			envp[n++] = environ[i];
+	}
+	envp[n++] = (char *)entry;
+	for (size_t i = 0; i < nextra; i++) {
+		bool later = false;
+
+		for (size_t j = i + 1; !later && j < nextra; j++)
+			later = local_env_same(extra[i], extra[j]);
+		if (!later)
+			envp[n++] = (char *)extra[i];
+	}
+	envp[n] = NULL;
+	*out = envp;
+	return 0;
+}
+
+/* `fd` itself, or a close-on-exec copy of it at 3 or above so that the
+ * child's dup2 onto 0, 1 and 2 never clobbers it. Async-signal-safe. */
+static int local_fd_high(int fd)
+{
+	int high;
+
+	if (fd < 0 || fd > 2)
+		return fd;
+	high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	close(fd);
+	return high;
+}
+
+/* Between fork and execve: async-signal-safe system calls only. On failure,
+ * the stage and errno go up the report pipe. The files are opened before
+ * chdir, so relative paths are the daemon's. */
+__attribute__((noreturn)) static void
+local_child_exec(const struct local_child *c)
+{
+	const int wr = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+	int report[2], in, out, errfd;
+
+	setpgid(0, 0);
+	report[0] = LOCAL_STAGE_STDOUT;
+	out = local_fd_high(open(c->stdout_path, wr, 0600));
+	if (out < 0)
+		goto fail;
+	report[0] = LOCAL_STAGE_STDERR;
+	errfd = c->same ? out : local_fd_high(open(c->stderr_path, wr, 0600));
+	if (errfd < 0)
+		goto fail;
+	report[0] = LOCAL_STAGE_STDIN;
+	in = local_fd_high(open("/dev/null", O_RDONLY | O_CLOEXEC));
+	if (in < 0)
+		goto fail;
+	report[0] = LOCAL_STAGE_SETUP;
+	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
+		goto fail;
+	report[0] = LOCAL_STAGE_CHDIR;
+	if (chdir(c->dir) < 0)
+		goto fail;
+	if ((c->report > 3 &&
+	     close_range(3, (unsigned int)c->report - 1, 0) < 0) ||
+	    close_range((unsigned int)c->report + 1, ~0U, 0) < 0) {
+		for (unsigned int fd = 3; fd < c->maxfd; fd++)
+			if ((int)fd != c->report)
+				close((int)fd);
+	}
+	for (int sig = 1; sig < NSIG; sig++)
+		sigaction(sig, &c->dfl, NULL);
+	sigprocmask(SIG_SETMASK, &c->none, NULL);
+	report[0] = LOCAL_STAGE_EXEC;
+	execve("/bin/sh", c->argv, c->envp);
+fail:
+	report[1] = errno;
+	(void)!write(c->report, report, sizeof(report));
+	_exit(127);
+}
+
+/* Wait for the command, polling `cancelled` between ever longer sleeps. */
+static int local_wait(pid_t pid, struct provider_run *run, const char *name,
+		      char *err, size_t errlen)
+{
+	long delay = LOCAL_POLL_FIRST;
+	int status = 0, rc = 0;
+	/* Readable when the child exits: the sleeps end at once then. */
+	struct pollfd pfd = {.fd = pidfd_open(pid, 0), .events = POLLIN};
+
+	for (;;) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r == pid)
+			break;
+		if (r < 0 && errno != EINTR) {
+			rc = -errno;
+			kill(-pid, SIGKILL);
+			local_error(err, errlen,
+				    "lost track of the command on %s: %s", name,
+				    local_strerror(-rc));
+			break;
+		}
+		if (run->cancelled && run->cancelled(run->cancel_ctx)) {
+			kill(-pid, SIGKILL);
+			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+				;
+			local_error(err, errlen,
+				    "the command on %s was cancelled", name);
+			rc = -EINTR;
+			break;
+		}
+		if (pfd.fd >= 0) {
+			struct timespec ts = {.tv_nsec = delay};
+
+			ppoll(&pfd, 1, &ts, NULL);
+		} else {
+			local_sleep(delay);
+		}
+		delay = delay * 2 > LOCAL_POLL_MAX ? LOCAL_POLL_MAX : delay * 2;
+	}
+	if (pfd.fd >= 0)
+		close(pfd.fd);
+	if (rc < 0)
+		return rc;
+	if (WIFEXITED(status))
+		run->exit_status = WEXITSTATUS(status);
+	else if (WIFSIGNALED(status))
+		run->exit_status = 128 + WTERMSIG(status);
+	else
+		run->exit_status = 255;
+	return 0;
+}
+
+/* Fork the child; returns its pid once it runs /bin/sh, or -errno with the
+ * message in err when it could not. Signals stay blocked across fork so
+ * that no handler of the daemon runs in the child. */
+static pid_t local_spawn(struct local_child *c, int report_read,
+			 const char *name, char *err, size_t errlen)
+{
+	sigset_t all, old;
+	int report[2], e;
+	ssize_t n;
+	pid_t pid;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid = fork();
+	if (pid == 0)
+		local_child_exec(c);
+	e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	close(c->report);
+	c->report = -1;
+	if (pid < 0) {
+		local_error(err, errlen, "cannot start a process for %s: %s",
+			    name, local_strerror(e));
+		return -e;
+	}
+	do
+		n = read(report_read, report, sizeof(report));
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(report))
+		return pid; /* the pipe closed at exec */
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	if (report[0] == LOCAL_STAGE_STDOUT || report[0] == LOCAL_STAGE_STDERR)
+		local_error(
+			err, errlen,
+			"cannot open %s for the %s of the command on %s: %s",
+			report[0] == LOCAL_STAGE_STDOUT ? c->stdout_path
+							: c->stderr_path,
+			report[0] == LOCAL_STAGE_STDOUT ? "output" : "errors",
+			name, local_strerror(report[1]));
+	else if (report[0] == LOCAL_STAGE_STDIN)
+		local_error(err, errlen, "cannot open /dev/null for %s: %s",
+			    name, local_strerror(report[1]));
+	else if (report[0] == LOCAL_STAGE_CHDIR)
+		local_error(err, errlen,
+			    "cannot enter the working directory %s of %s: %s",
+			    c->dir, name, local_strerror(report[1]));
+	else if (report[0] == LOCAL_STAGE_EXEC)
+		local_error(err, errlen, "cannot run /bin/sh on %s: %s", name,
+			    local_strerror(report[1]));
+	else
+		local_error(err, errlen,
+			    "cannot set up the command's input and output on "
+			    "%s: %s",
+			    name, local_strerror(report[1]));
+	return report[1] > 0 ? -report[1] : -EIO;
+}
+
+static int local_run(struct provider *p, const struct provider_node *node,
+		     struct provider_run *run, char *err, size_t errlen)
+{
+	struct local_provider *lp = (struct local_provider *)p;
+	char dir[PROVIDER_PATH_MAX + 1], entry[LOCAL_ENTRY_MAX];
+	char name[LOCAL_NAME_MAX];
+	char *argv[] = {"sh", "-c", (char *)run->command, NULL};
+	char **envp = NULL;
+	struct local_child c = {.dir = dir, .report = -1, .argv = argv};
+	int pipefd[2] = {-1, -1};
+	struct stat st;
+	long maxfd;
+	pid_t pid = -1;
+	int rc;
+
+	run->exit_status = -1;
+	rc = local_node_dir(lp, node, true, dir, sizeof(dir), err, errlen);
+	if (rc < 0)
+		return rc;
+	rc = local_node_entry(node, entry, sizeof(entry), err, errlen);
+	if (rc < 0)
+		return rc;
+	local_node_name(node, name, sizeof(name));
+	if (!run->command) {
+		local_error(err, errlen, "no command to run on %s", name);
+		return -EINVAL;
+	}
+	rc = stat(dir, &st) < 0 ? -errno : S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+	if (rc == -ENOENT || rc == -ENOTDIR) {
+		local_error(err, errlen, "%s has no working directory (%s)",
+			    name, dir);
+		return -ENOENT;
+	}
+	if (rc < 0) {
+		local_error(err, errlen,
+			    "cannot look at the working directory %s of %s: %s",
+			    dir, name, local_strerror(-rc));
+		return rc;
+	}
+	rc = local_env_build(entry, run->env, name, &envp, err, errlen);
+	if (rc < 0)
+		return rc;
+	c.envp = envp;
+	c.stdout_path = run->stdout_path ? run->stdout_path : "/dev/null";
+	c.stderr_path = run->stderr_path ? run->stderr_path : "/dev/null";
+	c.same = run->stdout_path && run->stderr_path &&
+		 strcmp(run->stdout_path, run->stderr_path) == 0;
+	if (pipe2(pipefd, O_CLOEXEC) == 0) {
+		c.report = local_fd_high(pipefd[1]);
+		pipefd[1] = -1;
+	}
+	if (pipefd[0] < 0 || c.report < 0) {
+		rc = -errno;
+		local_error(err, errlen, "cannot make a pipe for %s: %s", name,
+			    local_strerror(-rc));
+		goto out;
+	}
+	sigemptyset(&c.none);
+	c.dfl.sa_handler = SIG_DFL;
+	sigemptyset(&c.dfl.sa_mask);
+	maxfd = sysconf(_SC_OPEN_MAX);
+	c.maxfd = maxfd > 0 && maxfd < 65536 ? (unsigned int)maxfd : 65536;
+
+	pid = local_spawn(&c, pipefd[0], name, err, errlen);
+	rc = pid < 0 ? (int)pid : 0;
+out:
+	for (int i = 0; i < 2; i++)
+		if (pipefd[i] >= 0)
+			close(pipefd[i]);
+	if (c.report >= 0)
+		close(c.report);
+	free(envp);
+	/* Only a pidfd stays open while the command runs: a few hundred
+	 * commands at once fit in the usual limit of 1024 fds. */
+	return rc < 0 ? rc : local_wait(pid, run, name, err, errlen);
+}
+
+static void local_close(struct provider *p)
+{
+	free(p);
+}
+
+static const struct provider_ops local_ops = {
+	.name = "local",
+	.create = local_create,
+	.stop = local_stop,
+	.start = local_start,
+	.kill = local_kill,
+	.terminate = local_terminate,
+	.describe = local_describe,
+	.run = local_run,
+	.close = local_close,
+};
+
+struct provider *local_provider_open(const char *basedir, char *err,
+				     size_t errlen)
+{
+	struct local_provider *lp;
+	char *abs;
+	int rc;
+
+	if (!basedir || !basedir[0]) {
+		local_error(err, errlen,
+			    "the local provider needs a base directory");
+		errno = EINVAL;
+		return NULL;
+	}
+	rc = local_mkdir_p(basedir, 0700);
+	if (rc < 0) {
+		local_error(err, errlen,
+			    "cannot create the local provider's base directory "
+			    "%s: %s",
+			    basedir, local_strerror(-rc));
+		errno = -rc;
+		return NULL;
+	}
+	abs = realpath(basedir, NULL);
+	if (!abs) {
+		rc = errno;
+		local_error(err, errlen,
+			    "cannot resolve the local provider's base "
+			    "directory %s: %s",
+			    basedir, local_strerror(rc));
+		errno = rc;
+		return NULL;
+	}
+	/* Room for "/HANDLE/manager" below it. */
+	if (strlen(abs) + 1 + 64 + sizeof("/manager") > PROVIDER_PATH_MAX + 1) {
+		local_error(
+			err, errlen,
+			"the local provider's base directory %s is too long",
+			abs);
+		free(abs);
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	lp = calloc(1, sizeof(*lp));
+	if (!lp) {
+		local_error(err, errlen,
+			    "out of memory for the local provider");
+		free(abs);
+		errno = ENOMEM;
+		return NULL;
+	}
+	lp->base.ops = &local_ops;
+	snprintf(lp->basedir, sizeof(lp->basedir), "%s", abs);
+	free(abs);
+	return &lp->base;
+}

@@ -1,0 +1,80 @@
+/* The provider interface: what every provider (local, hosts, ec2, gcp)
+ * does to the machines of a cluster: create nodes, stop and start them,
+ * kill what runs on them, terminate them, describe them, run a command. */
+#ifndef CCLFS_PROVIDERS_PROVIDER_H
+#define CCLFS_PROVIDERS_PROVIDER_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define PROVIDER_ID_MAX	  127
+#define PROVIDER_PATH_MAX 4095
+
+struct provider;
+
+/* One node as the provider knows it. The lifecycle keeps these in its
+ * store; the provider fills instance_id, address and workdir at create. */
+struct provider_node {
+	char handle[65];		       /* cluster handle */
+	int rank;			       /* 0..N-1; -1: the manager */
+	char instance_id[PROVIDER_ID_MAX + 1]; /* "" until created */
+	char address[PROVIDER_ID_MAX + 1];
+	char workdir[PROVIDER_PATH_MAX + 1];
+};
+
+enum provider_state {
+	PROVIDER_NODE_RUNNING,
+	PROVIDER_NODE_STOPPED, /* interrupted: processes paused */
+	PROVIDER_NODE_GONE,    /* terminated, or never created */
+};
+
+/* One command on one node. */
+struct provider_run {
+	const char *command;	 /* run with /bin/sh -c in the workdir */
+	const char *stdout_path; /* created or truncated, mode 0600 */
+	const char *stderr_path;
+	const char *const *env; /* extra NAME=VALUE, NULL-terminated */
+	/* Polled while the command runs; non-zero: kill it and return
+	 * -EINTR. May be NULL. */
+	int (*cancelled)(void *ctx);
+	void *cancel_ctx;
+	int exit_status; /* out: exit code, or 128 + signal number */
+};
+
+struct provider_ops {
+	const char *name;
+	/* Create n nodes (filling instance_id, address, workdir). A node
+	 * whose instance_id is already set was created before (a deploy
+	 * resumed after a crash) and is made sure to exist. */
+	int (*create)(struct provider *p, struct provider_node *nodes, size_t n,
+		      char *err, size_t errlen);
+	/* Pause / continue every process cclfs started on the node. */
+	int (*stop)(struct provider *p, const struct provider_node *node,
+		    char *err, size_t errlen);
+	int (*start)(struct provider *p, const struct provider_node *node,
+		     char *err, size_t errlen);
+	/* Kill every process cclfs started on the node; the node stays. */
+	int (*kill)(struct provider *p, const struct provider_node *node,
+		    char *err, size_t errlen);
+	/* Kill everything and remove the node (idempotent). */
+	int (*terminate)(struct provider *p, const struct provider_node *node,
+			 char *err, size_t errlen);
+	int (*describe)(struct provider *p, const struct provider_node *node,
+			enum provider_state *state, char *err, size_t errlen);
+	/* Run a command and wait for it. Returns 0 when it ran (whatever its
+	 * exit status), -EINTR when cancelled, or -errno when it could not
+	 * be run. */
+	int (*run)(struct provider *p, const struct provider_node *node,
+		   struct provider_run *run, char *err, size_t errlen);
+	void (*close)(struct provider *p);
+};
+
+struct provider {
+	const struct provider_ops *ops;
+};
+
+/* The local provider, with nodes under `basedir` (created 0700). */
+struct provider *local_provider_open(const char *basedir, char *err,
+				     size_t errlen);
+
+#endif
