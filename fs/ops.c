@@ -38,6 +38,8 @@ struct fshandle {
 	char *prior;	/* the value before this descriptor's first write */
 	bool changed;	/* a write through it was committed */
 	int refused;	/* -errno of a refused write: the rest is refused too */
+	struct model_files *files; /* nodes/N/files/: the open node file */
+	uint64_t pfh;		   /* and the provider's handle of it */
 };
 
 static struct fsctx *fs_ctx(void)
@@ -94,6 +96,36 @@ static mode_t fs_file_mode(int field)
 	return contract_field_at((size_t)field)->file == CONTRACT_FILE_GENERATED
 		       ? S_IFREG | 0444
 		       : S_IFREG | 0644;
+}
+
+/* --- nodes/N/files/: the node's working directory, passed through --- */
+
+static struct model_files *fs_files(const struct fspath *p, int *err)
+{
+	return model_files_get(fs_ctx()->model, p->handle, p->node, err);
+}
+
+/* Run `call` on the node of p, as an expression using f; -errno. */
+#define FS_FILES(p, call)                                                      \
+	({                                                                     \
+		int err_;                                                      \
+		struct model_files *f = fs_files(p, &err_);                    \
+		if (f) {                                                       \
+			err_ = (call);                                         \
+			model_files_put(f);                                    \
+		}                                                              \
+		err_;                                                          \
+	})
+
+static int fs_files_stat(const struct fspath *p, struct stat *st)
+{
+	int rc = FS_FILES(p, model_files_getattr(f, p->rel, st));
+
+	if (rc == 0) {
+		st->st_uid = fs_ctx()->uid;
+		st->st_gid = fs_ctx()->gid;
+	}
+	return rc;
 }
 
 static bool fs_writable(const struct fspath *p)
@@ -189,7 +221,7 @@ static int fs_stat_path(const struct fspath *p, struct stat *st)
 	case FSPATH_NODE:
 		rc = model_node_stat(m, p->handle, p->node, &a);
 		if (rc == 0)
-			fs_fill(st, S_IFDIR | 0755, 2, 0, a.mtime_ns);
+			fs_fill(st, S_IFDIR | 0755, 3, 0, a.mtime_ns);
 		break;
 	case FSPATH_CLUSTER_FILE:
 	case FSPATH_NODE_FILE:
@@ -203,6 +235,8 @@ static int fs_stat_path(const struct fspath *p, struct stat *st)
 					       : S_IFREG | 0444,
 				1, a.size, a.mtime_ns);
 		break;
+	case FSPATH_NODE_FILES:
+		return fs_files_stat(p, st);
 	case FSPATH_CATALOG_PROVIDER:
 		if (!model_catalog_type(m, p->provider, 0))
 			return -ENOENT;
@@ -403,6 +437,10 @@ static void fs_list_clusters(struct fs_lister *l, const struct fspath *dirp)
 		fs_list_names(l, p, FSPATH_NODE, &names);
 		break;
 	default:
+		p.kind = FSPATH_NODE_FILES;
+		p.rel[0] = '\0';
+		if (fs_list_entry(l, &p, "files"))
+			return;
 		p.kind = FSPATH_NODE_FILE;
 		for (size_t i = 0; (name = model_node_file_name(i)); i++) {
 			snprintf(p.file, sizeof(p.file), "%s", name);
@@ -453,6 +491,15 @@ static void fs_list_catalog(struct fs_lister *l, const struct fspath *dirp)
 	}
 }
 
+static int fs_files_entry(void *ctx, const char *name, const struct stat *st)
+{
+	struct stat copy = *st;
+
+	copy.st_uid = fs_ctx()->uid;
+	copy.st_gid = fs_ctx()->gid;
+	return fs_list_add(ctx, name, &copy);
+}
+
 static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 		      off_t off, struct fuse_file_info *fi,
 		      enum fuse_readdir_flags flags)
@@ -466,7 +513,7 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 		    {"catalog", FSPATH_CATALOG}};
 	struct fs_lister l = {buf, fill, off, 0, false};
 	struct fspath p, q;
-	struct stat st;
+	struct stat st = {0};
 	int rc = fspath_parse(path, &p);
 
 	(void)fi;
@@ -511,6 +558,9 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 	case FSPATH_NODE:
 		fs_list_clusters(&l, &p);
 		break;
+	case FSPATH_NODE_FILES:
+		FS_FILES(&p, model_files_readdir(f, p.rel, fs_files_entry, &l));
+		break;
 	default:
 		break;
 	}
@@ -524,6 +574,8 @@ static int fs_readlink(const char *path, char *buf, size_t size)
 	struct stat st;
 	int rc = fspath_parse(path, &p);
 
+	if (rc == 0 && p.kind == FSPATH_NODE_FILES)
+		return FS_FILES(&p, model_files_readlink(f, p.rel, buf, size));
 	if (rc == 0)
 		rc = fs_stat_path(&p, &st);
 	if (rc)
@@ -541,7 +593,7 @@ static int fs_readlink(const char *path, char *buf, size_t size)
 	return -EINVAL;
 }
 
-static int fs_mkdir(const char *path, mode_t mode)
+static int fs_mkdir_tree(const char *path, mode_t mode)
 {
 	struct fspath parent;
 	const char *leaf;
@@ -574,7 +626,7 @@ static int fs_mkdir(const char *path, mode_t mode)
 	}
 }
 
-static int fs_rmdir(const char *path)
+static int fs_rmdir_tree(const char *path)
 {
 	struct fspath p;
 	int rc = fspath_parse(path, &p);
@@ -596,7 +648,7 @@ static int fs_rmdir(const char *path)
 	}
 }
 
-static int fs_unlink(const char *path)
+static int fs_unlink_tree(const char *path)
 {
 	struct fspath p;
 	int rc = fspath_parse(path, &p);
@@ -641,21 +693,22 @@ static int fs_refuse_new(const char *path)
 	return -EACCES;
 }
 
-static int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+static int fs_create_tree(const char *path, mode_t mode,
+			  struct fuse_file_info *fi)
 {
 	(void)mode;
 	(void)fi;
 	return fs_refuse_new(path);
 }
 
-static int fs_mknod(const char *path, mode_t mode, dev_t dev)
+static int fs_mknod_tree(const char *path, mode_t mode, dev_t dev)
 {
 	(void)mode;
 	(void)dev;
 	return fs_refuse_new(path);
 }
 
-static int fs_symlink(const char *target, const char *path)
+static int fs_symlink_tree(const char *target, const char *path)
 {
 	(void)target;
 	return fs_refuse_new(path);
@@ -667,7 +720,7 @@ static int fs_link(const char *from, const char *to)
 	return fs_refuse_new(to);
 }
 
-static int fs_rename(const char *from, const char *to, unsigned int flags)
+static int fs_rename_tree(const char *from, const char *to, unsigned int flags)
 {
 	struct fspath p;
 
@@ -688,7 +741,8 @@ static int fs_rename(const char *from, const char *to, unsigned int flags)
 	return -EPERM;
 }
 
-static int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+static int fs_chmod_tree(const char *path, mode_t mode,
+			 struct fuse_file_info *fi)
 {
 	(void)path;
 	(void)mode;
@@ -706,7 +760,8 @@ static int fs_chown(const char *path, uid_t uid, gid_t gid,
 	return -EPERM;
 }
 
-static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+static int fs_truncate_tree(const char *path, off_t size,
+			    struct fuse_file_info *fi)
 {
 	struct fspath p;
 	int rc;
@@ -724,8 +779,8 @@ static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 	return fs_writable(&p) ? 0 : -EACCES;
 }
 
-static int fs_utimens(const char *path, const struct timespec tv[2],
-		      struct fuse_file_info *fi)
+static int fs_utimens_tree(const char *path, const struct timespec tv[2],
+			   struct fuse_file_info *fi)
 {
 	struct fspath p;
 	int rc;
@@ -767,6 +822,10 @@ static void fs_handle_free(struct fshandle *h)
 		return;
 	if (h->fd >= 0)
 		close(h->fd);
+	if (h->files) {
+		model_files_close(h->files, h->pfh);
+		model_files_put(h->files);
+	}
 	free(h->snap);
 	free(h->buf);
 	free(h->prior);
@@ -819,7 +878,7 @@ static int fs_snapshot(struct fshandle *h)
 	return 0;
 }
 
-static int fs_open(const char *path, struct fuse_file_info *fi)
+static int fs_open_tree(const char *path, struct fuse_file_info *fi)
 {
 	int acc = fi->flags & O_ACCMODE;
 	struct fshandle *h;
@@ -877,6 +936,8 @@ static int fs_read(const char *path, char *buf, size_t size, off_t off,
 	(void)path;
 	if (off < 0)
 		return -EINVAL;
+	if (h->files)
+		return model_files_read(h->files, h->pfh, buf, size, off);
 	if (!h->snap && h->fd >= 0) {
 		ssize_t got;
 
@@ -1014,6 +1075,10 @@ refused:
 static int fs_write(const char *path, const char *data, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
+	struct fshandle *fh = (struct fshandle *)(uintptr_t)fi->fh;
+
+	if (fh->files)
+		return model_files_write(fh->files, fh->pfh, data, size, off);
 	/* Offsets are ignored: a value is replaced, not edited. */
 	inval_serve(path);
 	return fs_done(fs_write_handle((struct fshandle *)(uintptr_t)fi->fh,
@@ -1035,6 +1100,10 @@ static int fs_flush(const char *path, struct fuse_file_info *fi)
 
 static int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
+	struct fshandle *h = fi ? (struct fshandle *)(uintptr_t)fi->fh : NULL;
+
+	if (h && h->files)
+		return model_files_fsync(h->files, h->pfh);
 	/* Values are durable when write() returns. */
 	(void)path;
 	(void)datasync;
@@ -1047,6 +1116,144 @@ static int fs_release(const char *path, struct fuse_file_info *fi)
 	(void)path;
 	fs_handle_free((struct fshandle *)(uintptr_t)fi->fh);
 	return 0;
+}
+
+/* --- entry points: nodes/N/files/ goes to the node, the rest to the tree */
+
+static bool fs_in_files(const char *path, struct fspath *p)
+{
+	return fspath_parse(path, p) == 0 && p->kind == FSPATH_NODE_FILES;
+}
+
+/* Open (or create) a node file: a handle that reads and writes through. */
+static int fs_files_open(const struct fspath *p, int flags, mode_t mode,
+			 struct fuse_file_info *fi)
+{
+	struct fshandle *h;
+	int rc;
+
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->fd = -1;
+	h->path = *p;
+	h->flags = flags;
+	h->files = fs_files(p, &rc);
+	if (!h->files) {
+		free(h);
+		return rc;
+	}
+	rc = model_files_open(h->files, p->rel, flags, mode, &h->pfh);
+	if (rc) {
+		model_files_put(h->files);
+		free(h);
+		return rc;
+	}
+	/* Commands on the node change these files behind the kernel's back:
+	 * reads always ask. */
+	fi->direct_io = 1;
+	fi->fh = (uint64_t)(uintptr_t)h;
+	return 0;
+}
+
+static int fs_mkdir(const char *path, mode_t mode)
+{
+	struct fspath p;
+
+	if (fs_in_files(path, &p))
+		return FS_FILES(&p, model_files_mkdir(f, p.rel, mode));
+	return fs_mkdir_tree(path, mode);
+}
+
+static int fs_rmdir(const char *path)
+{
+	struct fspath p;
+
+	if (fs_in_files(path, &p))
+		return FS_FILES(&p, model_files_rmdir(f, p.rel));
+	return fs_rmdir_tree(path);
+}
+
+static int fs_unlink(const char *path)
+{
+	struct fspath p;
+
+	if (fs_in_files(path, &p))
+		return FS_FILES(&p, model_files_unlink(f, p.rel));
+	return fs_unlink_tree(path);
+}
+
+static int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	struct fspath p;
+
+	if (fs_in_files(path, &p))
+		return fs_files_open(&p, fi->flags | O_CREAT, mode, fi);
+	return fs_create_tree(path, mode, fi);
+}
+
+static int fs_mknod(const char *path, mode_t mode, dev_t dev)
+{
+	return fs_mknod_tree(path, mode, dev);
+}
+
+static int fs_symlink(const char *target, const char *path)
+{
+	struct fspath p;
+
+	if (fs_in_files(path, &p))
+		return FS_FILES(&p, model_files_symlink(f, target, p.rel));
+	return fs_symlink_tree(target, path);
+}
+
+static int fs_rename(const char *from, const char *to, unsigned int flags)
+{
+	struct fspath p, q;
+
+	if (fs_in_files(from, &p)) {
+		if (!fs_in_files(to, &q) || strcmp(p.handle, q.handle) != 0 ||
+		    strcmp(p.node, q.node) != 0)
+			return -EXDEV; /* another node: copy, then remove */
+		return FS_FILES(&p, model_files_rename(f, p.rel, q.rel, flags));
+	}
+	return fs_rename_tree(from, to, flags);
+}
+
+static int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	struct fspath p;
+
+	if (fs_in_files(path, &p))
+		return FS_FILES(&p, model_files_chmod(f, p.rel, mode));
+	return fs_chmod_tree(path, mode, fi);
+}
+
+static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+	struct fspath p;
+
+	if (fs_in_files(path, &p))
+		return FS_FILES(&p, model_files_truncate(f, p.rel, size));
+	return fs_truncate_tree(path, size, fi);
+}
+
+static int fs_utimens(const char *path, const struct timespec tv[2],
+		      struct fuse_file_info *fi)
+{
+	struct fspath p;
+
+	if (fs_in_files(path, &p))
+		return FS_FILES(&p, model_files_utimens(f, p.rel, tv));
+	return fs_utimens_tree(path, tv, fi);
+}
+
+static int fs_open(const char *path, struct fuse_file_info *fi)
+{
+	struct fspath p;
+
+	if (fs_in_files(path, &p))
+		return fs_files_open(&p, fi->flags, 0, fi);
+	return fs_open_tree(path, fi);
 }
 
 static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)

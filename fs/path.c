@@ -63,6 +63,43 @@ static int fspath_cluster(char **part, int n, struct fspath *out)
 	return 0;
 }
 
+/* clusters/H/nodes/N/files[/REL]: returns 1 and fills out when path is
+ * one, with REL of any depth. */
+static int fspath_files(const char *path, struct fspath *out)
+{
+	const char *p = path, *part[6];
+	size_t len[6];
+	int n = 0;
+
+	while (n < 6 && *p) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		part[n] = p;
+		len[n] = strcspn(p, "/");
+		p += len[n];
+		n++;
+	}
+	if (n < 5 || len[0] != 8 || strncmp(part[0], "clusters", 8) != 0 ||
+	    len[2] != 5 || strncmp(part[2], "nodes", 5) != 0 || len[4] != 5 ||
+	    strncmp(part[4], "files", 5) != 0 ||
+	    len[1] >= sizeof(out->handle) || len[3] >= sizeof(out->node))
+		return 0;
+	memcpy(out->handle, part[1], len[1]);
+	out->handle[len[1]] = '\0';
+	memcpy(out->node, part[3], len[3]);
+	out->node[len[3]] = '\0';
+	p = part[4] + len[4];
+	while (*p == '/')
+		p++;
+	if (snprintf(out->rel, sizeof(out->rel), "%s", p) >=
+	    (int)sizeof(out->rel))
+		return 0;
+	out->kind = FSPATH_NODE_FILES;
+	return 1;
+}
+
 int fspath_parse(const char *path, struct fspath *out)
 {
 	char buf[512];
@@ -71,6 +108,8 @@ int fspath_parse(const char *path, struct fspath *out)
 	int d, f;
 
 	memset(out, 0, sizeof(*out));
+	if (fspath_files(path, out))
+		return 0;
 	if (n < 0)
 		return n;
 	if (n == 0) {
@@ -144,7 +183,7 @@ int fspath_parse(const char *path, struct fspath *out)
 int fspath_parse_parent(const char *path, struct fspath *parent,
 			const char **leaf)
 {
-	char buf[512];
+	char buf[4200];
 	const char *slash = strrchr(path, '/');
 	size_t n;
 

@@ -25,6 +25,7 @@ enum fspath_kind {
 	FSPATH_CLUSTER_NODES,	 /* clusters/HANDLE/nodes */
 	FSPATH_NODE,		 /* clusters/HANDLE/nodes/NODE */
 	FSPATH_NODE_FILE,	 /* clusters/HANDLE/nodes/NODE/FILE */
+	FSPATH_NODE_FILES,	 /* clusters/HANDLE/nodes/NODE/files[/REL] */
 };
 
 #define FSPATH_CATALOG_NAME_MAX 127
@@ -42,6 +43,7 @@ struct fspath {
 	char handle[CONTRACT_NAME_MAX + 1];
 	char node[16];
 	char file[32];
+	char rel[4096]; /* FSPATH_NODE_FILES: the path below files/ */
 };
 
 /* Parse an absolute path of the mount. Returns 0, or -ENOENT when no

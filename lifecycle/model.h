@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "lifecycle/config.h"
 
@@ -143,6 +144,47 @@ int model_node_stat(struct model *m, const char *handle, const char *node,
 int model_exec(struct model *m, const char *handle, const char *node,
 	       const char *command, size_t len, int (*cancelled)(void *),
 	       void *cancel_ctx, int *out_fd);
+
+/*
+ * nodes/NODE/files/: the node's working directory through its provider.
+ * model_files_get looks the node up (NULL and *err = -errno when there is
+ * none); the calls then run without the model's lock. Paths are relative
+ * to the working directory. All return 0 (or a count) or -errno.
+ */
+struct model_files;
+struct stat;
+struct model_files *model_files_get(struct model *m, const char *handle,
+				    const char *node, int *err);
+void model_files_put(struct model_files *f);
+int model_files_getattr(struct model_files *f, const char *path,
+			struct stat *st);
+int model_files_readdir(struct model_files *f, const char *path,
+			int (*fn)(void *ctx, const char *name,
+				  const struct stat *st),
+			void *ctx);
+int model_files_open(struct model_files *f, const char *path, int flags,
+		     unsigned int mode, uint64_t *fh);
+int model_files_read(struct model_files *f, uint64_t fh, char *buf, size_t size,
+		     int64_t off);
+int model_files_write(struct model_files *f, uint64_t fh, const char *buf,
+		      size_t size, int64_t off);
+int model_files_fsync(struct model_files *f, uint64_t fh);
+int model_files_close(struct model_files *f, uint64_t fh);
+int model_files_truncate(struct model_files *f, const char *path, int64_t size);
+int model_files_mkdir(struct model_files *f, const char *path,
+		      unsigned int mode);
+int model_files_unlink(struct model_files *f, const char *path);
+int model_files_rmdir(struct model_files *f, const char *path);
+int model_files_rename(struct model_files *f, const char *from, const char *to,
+		       unsigned int flags);
+int model_files_chmod(struct model_files *f, const char *path,
+		      unsigned int mode);
+int model_files_utimens(struct model_files *f, const char *path,
+			const struct timespec tv[2]);
+int model_files_symlink(struct model_files *f, const char *target,
+			const char *path);
+int model_files_readlink(struct model_files *f, const char *path, char *buf,
+			 size_t size);
 
 /* catalog/: read-only, the same for the life of the daemon (no lock). The
  * providers, a provider's types (i = 0, 1, ... until NULL), whether a type

@@ -992,6 +992,7 @@ static void local_close(struct provider *p)
 
 static const struct provider_ops local_ops = {
 	.name = "local",
+	.files = &local_file_ops,
 	.create = local_create,
 	.stop = local_stop,
 	.start = local_start,

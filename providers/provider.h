@@ -5,7 +5,10 @@
 #define CCLFS_PROVIDERS_PROVIDER_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 
 #define PROVIDER_ID_MAX	  127
 #define PROVIDER_PATH_MAX 4095
@@ -41,8 +44,49 @@ struct provider_run {
 	int exit_status; /* out: exit code, or 128 + signal number */
 };
 
+/*
+ * A node's working directory as files (clusters/H/nodes/N/files/). Paths
+ * are relative to it ("" is the directory itself, "a/b" below it); every
+ * call returns 0 (or a count) or -errno. An open file is a provider handle
+ * in *fh.
+ */
+struct provider_file_ops {
+	int (*getattr)(const struct provider_node *node, const char *path,
+		       struct stat *st);
+	int (*readdir)(const struct provider_node *node, const char *path,
+		       int (*fn)(void *ctx, const char *name,
+				 const struct stat *st),
+		       void *ctx);
+	int (*open)(const struct provider_node *node, const char *path,
+		    int flags, mode_t mode, uint64_t *fh);
+	int (*read)(uint64_t fh, char *buf, size_t size, off_t off);
+	int (*write)(uint64_t fh, const char *buf, size_t size, off_t off);
+	int (*fsync)(uint64_t fh);
+	int (*close)(uint64_t fh);
+	int (*truncate)(const struct provider_node *node, const char *path,
+			off_t size);
+	int (*mkdir)(const struct provider_node *node, const char *path,
+		     mode_t mode);
+	int (*unlink)(const struct provider_node *node, const char *path);
+	int (*rmdir)(const struct provider_node *node, const char *path);
+	int (*rename)(const struct provider_node *node, const char *from,
+		      const char *to, unsigned int flags);
+	int (*chmod)(const struct provider_node *node, const char *path,
+		     mode_t mode);
+	int (*utimens)(const struct provider_node *node, const char *path,
+		       const struct timespec tv[2]);
+	int (*symlink)(const struct provider_node *node, const char *target,
+		       const char *path);
+	int (*readlink)(const struct provider_node *node, const char *path,
+			char *buf, size_t size);
+};
+
+/* The local provider's: the working directory itself. */
+extern const struct provider_file_ops local_file_ops;
+
 struct provider_ops {
 	const char *name;
+	const struct provider_file_ops *files;
 	/* Create n nodes (filling instance_id, address, workdir). A node
 	 * whose instance_id is already set was created before (a deploy
 	 * resumed after a crash) and is made sure to exist. */
