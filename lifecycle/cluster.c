@@ -1495,7 +1495,17 @@ int model_cluster_file_touch(struct model *m, const char *handle,
 
 /* --- exec --- */
 
+/* What the node threads of one cluster-wide exec share: how many have
+ * finished, and whether the caller was interrupted. */
+struct cluster_exec_all {
+	pthread_mutex_t lock;
+	pthread_cond_t done;
+	size_t finished;
+	atomic_int stop;
+};
+
 struct cluster_exec_one {
+	struct cluster_exec_all *all; /* NULL when run on the caller's thread */
 	struct provider *p;
 	struct provider_node pn;
 	char name[16];
@@ -1512,6 +1522,13 @@ struct cluster_exec_one {
 	bool joinable;
 };
 
+/* The node threads' cancellation: fuse_interrupted() only means something
+ * on the thread of the request, which polls it and sets stop. */
+static int cluster_exec_stopped(void *ctx)
+{
+	return atomic_load(&((struct cluster_exec_all *)ctx)->stop);
+}
+
 static void *cluster_exec_thread(void *arg)
 {
 	struct cluster_exec_one *x = arg;
@@ -1525,11 +1542,60 @@ static void *cluster_exec_thread(void *arg)
 		.exit_status = -1,
 	};
 
+	if (x->all) {
+		run.cancelled = cluster_exec_stopped;
+		run.cancel_ctx = x->all;
+	}
 	x->rc = x->p ? x->p->ops->run(x->p, &x->pn, &run, x->err,
 				      sizeof(x->err))
 		     : -ENOSYS;
 	x->status = run.exit_status;
+	if (x->all) {
+		pthread_mutex_lock(&x->all->lock);
+		x->all->finished++;
+		pthread_cond_signal(&x->all->done);
+		pthread_mutex_unlock(&x->all->lock);
+	}
 	return NULL;
+}
+
+/* Run every node's command at once; wait, polling for interruption. */
+static void cluster_exec_all_nodes(struct cluster_exec_one *xs, size_t n,
+				   int (*cancelled)(void *), void *cancel_ctx)
+{
+	struct cluster_exec_all all = {.finished = 0};
+
+	pthread_mutex_init(&all.lock, NULL);
+	pthread_cond_init(&all.done, NULL);
+	atomic_init(&all.stop, 0);
+	for (size_t i = 0; i < n; i++) {
+		xs[i].all = &all;
+		xs[i].joinable =
+			pthread_create(&xs[i].thread, NULL, cluster_exec_thread,
+				       &xs[i]) == 0;
+		if (!xs[i].joinable)
+			cluster_exec_thread(&xs[i]);
+	}
+	pthread_mutex_lock(&all.lock);
+	while (all.finished < n) {
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 20 * 1000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&all.done, &all.lock, &until);
+		if (cancelled && cancelled(cancel_ctx))
+			atomic_store(&all.stop, 1);
+	}
+	pthread_mutex_unlock(&all.lock);
+	for (size_t i = 0; i < n; i++)
+		if (xs[i].joinable)
+			pthread_join(xs[i].thread, NULL);
+	pthread_cond_destroy(&all.done);
+	pthread_mutex_destroy(&all.lock);
 }
 
 /* Copy the lines of file `from` into out, each prefixed "NAME: ". */
@@ -1657,21 +1723,10 @@ int model_exec(struct model *m, const char *handle, const char *node,
 	}
 	pthread_mutex_unlock(&m->lock);
 
-	if (n == 1) {
-		cluster_exec_thread(&xs[0]);
-	} else {
-		/* One thread per node, so that every node runs at once. */
-		for (size_t i = 0; i < n; i++)
-			xs[i].joinable = pthread_create(&xs[i].thread, NULL,
-							cluster_exec_thread,
-							&xs[i]) == 0;
-		for (size_t i = 0; i < n; i++)
-			if (!xs[i].joinable)
-				cluster_exec_thread(&xs[i]);
-		for (size_t i = 0; i < n; i++)
-			if (xs[i].joinable)
-				pthread_join(xs[i].thread, NULL);
-	}
+	if (n == 1)
+		cluster_exec_thread(&xs[0]); /* on the request's own thread */
+	else
+		cluster_exec_all_nodes(xs, n, cancelled, cancel_ctx);
 
 	/* The caller's own output, then the node's last output. */
 	if (!node) {
