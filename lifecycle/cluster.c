@@ -419,8 +419,12 @@ static void cluster_job_deploy(struct model *m, struct cluster *c)
 			if (store_commit(m->store, err, sizeof(err)))
 				store_rollback(m->store);
 		}
-		c->done += (int)n;
-		cluster_notify(m, c, "state");
+		/* A terminate may have begun meanwhile: its count is its own.
+		 */
+		if (c->state == CLUSTER_DEPLOYING) {
+			c->done += (int)n;
+			cluster_notify(m, c, "state");
+		}
 	}
 	if (c->state == CLUSTER_DEPLOYING &&
 	    cluster_set_state(m, c, CLUSTER_RUNNING, err, sizeof(err)) == 0)
@@ -455,9 +459,23 @@ static void cluster_job_nodes(struct model *m, struct cluster *c,
 			return;
 		if (i >= c->nnodes)
 			break;
-		if (!*c->nodes[i].pn.instance_id ||
-		    strcmp(c->nodes[i].state, "terminated") == 0)
-			continue; /* never created, or already gone */
+		if (strcmp(c->nodes[i].state, "terminated") == 0)
+			continue; /* gone already */
+		if (!*c->nodes[i].pn.instance_id) {
+			/* Never created (a deploy cut short): nothing to stop;
+			 * a terminate just records that it will never be. */
+			if (op == CLUSTER_OP_TERMINATE) {
+				snprintf(c->nodes[i].state,
+					 sizeof(c->nodes[i].state),
+					 "terminated");
+				c->nodes[i].since_ns = model_now();
+				cluster_store_node(m, &c->nodes[i], err,
+						   sizeof(err));
+			}
+			c->done++;
+			cluster_notify(m, c, "state");
+			continue;
+		}
 		pn = c->nodes[i].pn;
 		p = cluster_provider(m, &c->nodes[i]);
 		pthread_mutex_unlock(&m->lock);
@@ -483,10 +501,14 @@ static void cluster_job_nodes(struct model *m, struct cluster *c,
 			cluster_fail(m, c, "", -EIO, why);
 			return;
 		}
+		/* What was done to the node is a fact whatever the state is
+		 * now; the count belongs to this transition only. */
 		snprintf(c->nodes[i].state, sizeof(c->nodes[i].state), "%s",
 			 how[op].node_state);
 		c->nodes[i].since_ns = model_now();
 		cluster_store_node(m, &c->nodes[i], err, sizeof(err));
+		if (c->state != how[op].during)
+			return;
 		c->done++;
 		cluster_notify(m, c, "state");
 	}

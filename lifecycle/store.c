@@ -37,17 +37,31 @@ static const char *const store_sql[STMT_COUNT] = {
 	[STMT_CONTRACT_ERROR] = "UPDATE contracts SET error = ?2, error_ns = "
 				"?3 WHERE name = ?1",
 	[STMT_LOG] = "INSERT INTO log(at_ns, subject, line) VALUES(?1, ?2, ?3)",
+	/* An upsert, not INSERT OR REPLACE: a replace deletes the row, and
+	 * the delete would cascade to the cluster's nodes. */
 	[STMT_CLUSTER_PUT] =
-		"INSERT OR REPLACE INTO clusters(handle, contract, "
-		"cluster_type, resolution, state, error, node_count, "
-		"process_count, created_ns, state_ns, error_ns, price) "
-		"VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+		"INSERT INTO clusters(handle, contract, cluster_type, "
+		"resolution, state, error, node_count, process_count, "
+		"created_ns, state_ns, error_ns, price) VALUES(?1, ?2, ?3, ?4, "
+		"?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT(handle) DO "
+		"UPDATE SET contract = excluded.contract, cluster_type = "
+		"excluded.cluster_type, resolution = excluded.resolution, "
+		"state = excluded.state, error = excluded.error, node_count = "
+		"excluded.node_count, process_count = excluded.process_count, "
+		"created_ns = excluded.created_ns, state_ns = "
+		"excluded.state_ns, error_ns = excluded.error_ns, price = "
+		"excluded.price",
 	[STMT_CLUSTER_REMOVE] = "DELETE FROM clusters WHERE handle = ?1",
-	[STMT_NODE_PUT] = "INSERT OR REPLACE INTO nodes(handle, rank, "
-			  "provider, instance_type, instance_id, address, "
-			  "workdir, state, since_ns, exit_status, exec_ns) "
-			  "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-			  "?11)",
+	[STMT_NODE_PUT] =
+		"INSERT INTO nodes(handle, rank, provider, instance_type, "
+		"instance_id, address, workdir, state, since_ns, exit_status, "
+		"exec_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
+		"ON CONFLICT(handle, rank) DO UPDATE SET provider = "
+		"excluded.provider, instance_type = excluded.instance_type, "
+		"instance_id = excluded.instance_id, address = "
+		"excluded.address, workdir = excluded.workdir, state = "
+		"excluded.state, since_ns = excluded.since_ns, exit_status = "
+		"excluded.exit_status, exec_ns = excluded.exec_ns",
 };
 
 static const char store_schema[] =

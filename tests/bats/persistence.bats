@@ -42,7 +42,7 @@ snapshot() {
 	cclfs_unmount
 	cclfs_mount
 	after=$(snapshot)
-	[ "$before" = "$after" ]
+	diff <(echo "$before") <(echo "$after")
 	[ "$(cat "$MNT/contracts/alpha/node_count")" = 4 ]
 	[[ "$(cat "$MNT/contracts/alpha/error")" == "contracts/alpha/node_count: \"nonsense\""* ]]
 	[ "$(cut -f1-3 "$MNT/contracts/gamma_3/resolution")" = "$(printf 'node\tlocal\tlocal')" ]
@@ -55,7 +55,7 @@ snapshot() {
 	! cclfs_is_mounted
 	cclfs_mount
 	after=$(snapshot)
-	[ "$before" = "$after" ]
+	diff <(echo "$before") <(echo "$after")
 }
 
 @test "a value is durable as soon as the write returns, even across kill -9" {
