@@ -247,7 +247,7 @@ struct model *model_open(const struct model_options *opt, char *err,
 	m->verbose = opt->verbose;
 	m->changed = opt->changed;
 	m->changed_ctx = opt->changed_ctx;
-	m->contracts_ns = model_now();
+	m->contracts_ns = 0; /* the newest contract's, once loaded */
 	if (snprintf(path, sizeof(path), "%s/state.db", opt->statedir) >=
 	    (int)sizeof(path)) {
 		snprintf(err, errlen, "state directory name is too long");
@@ -259,6 +259,8 @@ struct model *model_open(const struct model_options *opt, char *err,
 	loader.ctx = m;
 	if (store_load(m->store, &loader, err, errlen))
 		goto fail;
+	if (m->contracts_ns == 0)
+		m->contracts_ns = model_now();
 	m->resolution = resolution_env_open(opt->config, err, errlen);
 	if (!m->resolution)
 		goto fail;
