@@ -2,6 +2,7 @@
  * with the CSV files it came from, and its hierarchy and ordering hold; and
  * of the local provider's GPU detection (providers/local). */
 #include "catalog/catalog.h"
+#include "check.h"
 #include "providers/local.h"
 
 #include <math.h>
@@ -10,18 +11,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int checks, failed;
-
-#define CHECK(e)                                                               \
-	do {                                                                   \
-		checks++;                                                      \
-		if (!(e)) {                                                    \
-			failed++;                                              \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, \
-				__LINE__, #e);                                 \
-		}                                                              \
-	} while (0)
 
 /* Rows of a CSV file (without the header) whose first column is `first`. */
 static size_t csv_rows(const char *path, const char *first)
@@ -183,6 +172,5 @@ int main(int argc, char **argv)
 	}
 	test_catalog(argv[1]);
 	test_gpus();
-	printf("catalog: %d checks, %d failed\n", checks, failed);
-	return failed ? 1 : 0;
+	return check_summary("catalog");
 }

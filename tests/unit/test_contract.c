@@ -1,22 +1,11 @@
 /* Unit tests of the contract schema and value validation (lifecycle/contract).
  */
+#include "check.h"
 #include "lifecycle/contract.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-
-static int checks, failed;
-
-#define CHECK(e)                                                               \
-	do {                                                                   \
-		checks++;                                                      \
-		if (!(e)) {                                                    \
-			failed++;                                              \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, \
-				__LINE__, #e);                                 \
-		}                                                              \
-	} while (0)
 
 static int norm(const char *path, const char *in, char *out, size_t outlen,
 		char *err, size_t errlen)
@@ -186,6 +175,5 @@ int main(void)
 					 sizeof(err)) == -EINVAL);
 	}
 
-	printf("contract: %d checks, %d failed\n", checks, failed);
-	return failed ? 1 : 0;
+	return check_summary("contract");
 }

@@ -1,24 +1,13 @@
 /* Unit tests of the platform-type hierarchy (resolver/hierarchy): declaring
  * types and aliases, lookups, the subtype test, missing parents, cycles and
  * suggestions for misspelt names. */
+#include "check.h"
 #include "resolver/hierarchy.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-static int checks, failed;
-
-#define CHECK(e)                                                               \
-	do {                                                                   \
-		checks++;                                                      \
-		if (!(e)) {                                                    \
-			failed++;                                              \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, \
-				__LINE__, #e);                                 \
-		}                                                              \
-	} while (0)
 
 /* Any two distinct fields (indices into assumption_fields). */
 enum { ARCH = 10, MACHINE = 2, PROC = 13 };
@@ -399,6 +388,5 @@ int main(void)
 	test_cycles();
 	test_suggest();
 	test_many();
-	printf("hierarchy: %d checks, %d failed\n", checks, failed);
-	return failed ? 1 : 0;
+	return check_summary("hierarchy");
 }

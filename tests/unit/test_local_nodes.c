@@ -1,6 +1,7 @@
 /* Unit tests of the local provider's nodes (providers/local_nodes.c): create,
  * run, stop, start, kill, terminate and describe, on real processes in a
  * temporary directory. */
+#include "check.h"
 #include "providers/provider.h"
 
 #include <dirent.h>
@@ -16,18 +17,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static int checks, failed;
-
-#define CHECK(e)                                                               \
-	do {                                                                   \
-		checks++;                                                      \
-		if (!(e)) {                                                    \
-			failed++;                                              \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, \
-				__LINE__, #e);                                 \
-		}                                                              \
-	} while (0)
 
 /* A background loop that ends by itself after about 30 s, so that nothing
  * outlives a test that crashed. It prints its pid. */
@@ -705,6 +694,5 @@ int main(void)
 out:
 	nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	CHECK(access(base, F_OK) != 0);
-	printf("local_nodes: %d checks, %d failed\n", checks, failed);
-	return failed ? 1 : 0;
+	return check_summary("local_nodes");
 }
