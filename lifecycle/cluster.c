@@ -1603,7 +1603,7 @@ static void cluster_exec_all_nodes(struct cluster_exec_one *xs, size_t n,
 		struct timespec until;
 
 		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += 20 * 1000000;
+		until.tv_nsec += 20L * 1000000;
 		if (until.tv_nsec >= 1000000000) {
 			until.tv_sec++;
 			until.tv_nsec -= 1000000000;
