@@ -1780,6 +1780,9 @@ int model_exec(struct model *m, const char *handle, const char *node,
 
 	pthread_mutex_lock(&m->lock);
 	c = cluster_find(m, handle);
+	/* Every node's result in one transaction: one sync, not one each. */
+	if (store_begin(m->store, err, sizeof(err)))
+		err[0] = '\0';
 	for (size_t i = 0; c && i < n; i++) {
 		struct cluster_node *nd = cluster_node_find(c, xs[i].name);
 
@@ -1808,6 +1811,8 @@ int model_exec(struct model *m, const char *handle, const char *node,
 		if (xs[i].rc || xs[i].status != 0)
 			failed++;
 	}
+	if (store_commit(m->store, err, sizeof(err)))
+		store_rollback(m->store);
 	if (c && !node) {
 		c->exec_ns = model_now();
 		cluster_notify(m, c, "exec");

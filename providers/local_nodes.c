@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -37,16 +38,6 @@
 #define LOCAL_POLL_FIRST 200000L
 #define LOCAL_POLL_MAX	 20000000L
 
-/* What the child could not do, reported up its pipe with errno. */
-enum local_stage {
-	LOCAL_STAGE_STDOUT = 1, /* open stdout_path */
-	LOCAL_STAGE_STDERR,	/* open stderr_path */
-	LOCAL_STAGE_STDIN,	/* open /dev/null */
-	LOCAL_STAGE_SETUP,	/* put them on 0, 1 and 2 */
-	LOCAL_STAGE_CHDIR,	/* enter the working directory */
-	LOCAL_STAGE_EXEC,	/* run /bin/sh */
-};
-
 struct local_provider {
 	struct provider base;
 	char basedir[PROVIDER_PATH_MAX + 1]; /* absolute, no trailing '/' */
@@ -65,13 +56,9 @@ struct local_scan {
 struct local_child {
 	const char *dir;
 	const char *stdout_path, *stderr_path; /* never NULL */
-	bool same;  /* one file for both: they interleave as with 2>&1 */
-	int report; /* write end of the report pipe, >= 3 */
+	bool same; /* one file for both: they interleave as with 2>&1 */
 	char *const *argv;
 	char *const *envp;
-	struct sigaction dfl;
-	sigset_t none;
-	unsigned int maxfd; /* for closing fds when close_range fails */
 };
 
 __attribute__((format(printf, 3, 4))) static void
@@ -738,65 +725,6 @@ static int local_env_build(const char *entry, const char *const *extra,
 	return 0;
 }
 
-/* `fd` itself, or a close-on-exec copy of it at 3 or above so that the
- * child's dup2 onto 0, 1 and 2 never clobbers it. Async-signal-safe. */
-static int local_fd_high(int fd)
-{
-	int high;
-
-	if (fd < 0 || fd > 2)
-		return fd;
-	high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	close(fd);
-	return high;
-}
-
-/* Between fork and execve: async-signal-safe system calls only. On failure,
- * the stage and errno go up the report pipe. The files are opened before
- * chdir, so relative paths are the daemon's. */
-__attribute__((noreturn)) static void
-local_child_exec(const struct local_child *c)
-{
-	const int wr = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
-	int report[2], in, out, errfd;
-
-	setpgid(0, 0);
-	report[0] = LOCAL_STAGE_STDOUT;
-	out = local_fd_high(open(c->stdout_path, wr, 0600));
-	if (out < 0)
-		goto fail;
-	report[0] = LOCAL_STAGE_STDERR;
-	errfd = c->same ? out : local_fd_high(open(c->stderr_path, wr, 0600));
-	if (errfd < 0)
-		goto fail;
-	report[0] = LOCAL_STAGE_STDIN;
-	in = local_fd_high(open("/dev/null", O_RDONLY | O_CLOEXEC));
-	if (in < 0)
-		goto fail;
-	report[0] = LOCAL_STAGE_SETUP;
-	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
-		goto fail;
-	report[0] = LOCAL_STAGE_CHDIR;
-	if (chdir(c->dir) < 0)
-		goto fail;
-	if ((c->report > 3 &&
-	     close_range(3, (unsigned int)c->report - 1, 0) < 0) ||
-	    close_range((unsigned int)c->report + 1, ~0U, 0) < 0) {
-		for (unsigned int fd = 3; fd < c->maxfd; fd++)
-			if ((int)fd != c->report)
-				close((int)fd);
-	}
-	for (int sig = 1; sig < NSIG; sig++)
-		sigaction(sig, &c->dfl, NULL);
-	sigprocmask(SIG_SETMASK, &c->none, NULL);
-	report[0] = LOCAL_STAGE_EXEC;
-	execve("/bin/sh", c->argv, c->envp);
-fail:
-	report[1] = errno;
-	(void)!write(c->report, report, sizeof(report));
-	_exit(127);
-}
-
 /* Wait for the command, polling `cancelled` between ever longer sleeps. */
 static int local_wait(pid_t pid, struct provider_run *run, const char *name,
 		      char *err, size_t errlen)
@@ -850,62 +778,70 @@ static int local_wait(pid_t pid, struct provider_run *run, const char *name,
 	return 0;
 }
 
-/* Fork the child; returns its pid once it runs /bin/sh, or -errno with the
- * message in err when it could not. Signals stay blocked across fork so
- * that no handler of the daemon runs in the child. */
-static pid_t local_spawn(struct local_child *c, int report_read,
-			 const char *name, char *err, size_t errlen)
+/* Start the command with posix_spawn: its own process group, /dev/null
+ * in, the output files out, the node's directory, default signals and no
+ * other descriptor. Returns its pid, or -errno with the message in err. */
+static pid_t local_spawn(const struct local_child *c, const char *name,
+			 char *err, size_t errlen)
 {
-	sigset_t all, old;
-	int report[2], e;
-	ssize_t n;
-	pid_t pid;
+	const int wr = O_WRONLY | O_CREAT | O_TRUNC;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t all, none;
+	pid_t pid = -1;
+	int rc;
 
 	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid = fork();
-	if (pid == 0)
-		local_child_exec(c);
-	e = errno;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	close(c->report);
-	c->report = -1;
-	if (pid < 0) {
+	sigemptyset(&none);
+	rc = posix_spawn_file_actions_init(&fa);
+	if (rc) {
 		local_error(err, errlen, "cannot start a process for %s: %s",
-			    name, local_strerror(e));
-		return -e;
+			    name, local_strerror(rc));
+		return -rc;
 	}
-	do
-		n = read(report_read, report, sizeof(report));
-	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)sizeof(report))
-		return pid; /* the pipe closed at exec */
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
-	if (report[0] == LOCAL_STAGE_STDOUT || report[0] == LOCAL_STAGE_STDERR)
-		local_error(
-			err, errlen,
-			"cannot open %s for the %s of the command on %s: %s",
-			report[0] == LOCAL_STAGE_STDOUT ? c->stdout_path
-							: c->stderr_path,
-			report[0] == LOCAL_STAGE_STDOUT ? "output" : "errors",
-			name, local_strerror(report[1]));
-	else if (report[0] == LOCAL_STAGE_STDIN)
-		local_error(err, errlen, "cannot open /dev/null for %s: %s",
-			    name, local_strerror(report[1]));
-	else if (report[0] == LOCAL_STAGE_CHDIR)
+	rc = posix_spawnattr_init(&attr);
+	if (rc == 0) {
+		rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null",
+						      O_RDONLY, 0);
+		if (!rc)
+			rc = posix_spawn_file_actions_addopen(
+				&fa, 1, c->stdout_path, wr, 0600);
+		if (!rc)
+			rc = c->same ? posix_spawn_file_actions_adddup2(&fa, 1,
+									2)
+				     : posix_spawn_file_actions_addopen(
+					       &fa, 2, c->stderr_path, wr,
+					       0600);
+		if (!rc)
+			rc = posix_spawn_file_actions_addchdir_np(&fa, c->dir);
+		if (!rc)
+			rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+		if (!rc)
+			rc = posix_spawnattr_setflags(
+				&attr, POSIX_SPAWN_SETPGROUP |
+					       POSIX_SPAWN_SETSIGDEF |
+					       POSIX_SPAWN_SETSIGMASK);
+		if (!rc)
+			rc = posix_spawnattr_setpgroup(&attr, 0);
+		if (!rc)
+			rc = posix_spawnattr_setsigdefault(&attr, &all);
+		if (!rc)
+			rc = posix_spawnattr_setsigmask(&attr, &none);
+		if (!rc)
+			rc = posix_spawn(&pid, "/bin/sh", &fa, &attr, c->argv,
+					 c->envp);
+		posix_spawnattr_destroy(&attr);
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc) {
+		/* An output file, /dev/null, the directory or /bin/sh. */
 		local_error(err, errlen,
-			    "cannot enter the working directory %s of %s: %s",
-			    c->dir, name, local_strerror(report[1]));
-	else if (report[0] == LOCAL_STAGE_EXEC)
-		local_error(err, errlen, "cannot run /bin/sh on %s: %s", name,
-			    local_strerror(report[1]));
-	else
-		local_error(err, errlen,
-			    "cannot set up the command's input and output on "
-			    "%s: %s",
-			    name, local_strerror(report[1]));
-	return report[1] > 0 ? -report[1] : -EIO;
+			    "cannot start the command on %s (working directory "
+			    "%s, output %s): %s",
+			    name, c->dir, c->stdout_path, local_strerror(rc));
+		return -rc;
+	}
+	return pid;
 }
 
 static int local_run(struct provider *p, const struct provider_node *node,
@@ -916,10 +852,8 @@ static int local_run(struct provider *p, const struct provider_node *node,
 	char name[LOCAL_NAME_MAX];
 	char *argv[] = {"sh", "-c", (char *)run->command, NULL};
 	char **envp = NULL;
-	struct local_child c = {.dir = dir, .report = -1, .argv = argv};
-	int pipefd[2] = {-1, -1};
+	struct local_child c = {.dir = dir, .argv = argv};
 	struct stat st;
-	long maxfd;
 	pid_t pid = -1;
 	int rc;
 
@@ -955,30 +889,8 @@ static int local_run(struct provider *p, const struct provider_node *node,
 	c.stderr_path = run->stderr_path ? run->stderr_path : "/dev/null";
 	c.same = run->stdout_path && run->stderr_path &&
 		 strcmp(run->stdout_path, run->stderr_path) == 0;
-	if (pipe2(pipefd, O_CLOEXEC) == 0) {
-		c.report = local_fd_high(pipefd[1]);
-		pipefd[1] = -1;
-	}
-	if (pipefd[0] < 0 || c.report < 0) {
-		rc = -errno;
-		local_error(err, errlen, "cannot make a pipe for %s: %s", name,
-			    local_strerror(-rc));
-		goto out;
-	}
-	sigemptyset(&c.none);
-	c.dfl.sa_handler = SIG_DFL;
-	sigemptyset(&c.dfl.sa_mask);
-	maxfd = sysconf(_SC_OPEN_MAX);
-	c.maxfd = maxfd > 0 && maxfd < 65536 ? (unsigned int)maxfd : 65536;
-
-	pid = local_spawn(&c, pipefd[0], name, err, errlen);
+	pid = local_spawn(&c, name, err, errlen);
 	rc = pid < 0 ? (int)pid : 0;
-out:
-	for (int i = 0; i < 2; i++)
-		if (pipefd[i] >= 0)
-			close(pipefd[i]);
-	if (c.report >= 0)
-		close(c.report);
 	free(envp);
 	/* Only a pidfd stays open while the command runs: a few hundred
 	 * commands at once fit in the usual limit of 1024 fds. */

@@ -324,6 +324,14 @@ static void test_run(struct provider *p, struct provider_node *nodes)
 		 "%s\n/dev/null\nown\nSigBlk:\t0000000000000000\n"
 		 "SigIgn:\t0000000000000000\n",
 		 nodes[1].workdir);
+	/* glibc's posix_spawn leaves its own two signals (32 and 33, which
+	 * applications cannot use) ignored: allow exactly those. */
+	{
+		char *ign = strstr(buf, "SigIgn:\t0000000180000000\n");
+
+		if (ign)
+			memset(ign + 8 + 7, '0', 2);
+	}
 	CHECK(strcmp(buf, want) == 0);
 	if (strcmp(buf, want) != 0)
 		fprintf(stderr, "  r4: got \"%s\"\n", buf);
