@@ -312,25 +312,48 @@ static void cluster_clear_error(struct model *m, struct cluster *c)
 }
 
 /* Move c to state s (and store it). */
-static int cluster_set_state(struct model *m, struct cluster *c,
-			     enum cluster_state s, char *err, size_t errlen)
+static int cluster_set_state_note(struct model *m, struct cluster *c,
+				  enum cluster_state s, const char *note,
+				  char *err, size_t errlen)
 {
 	enum cluster_state old = c->state;
 	int64_t old_ns = c->state_ns;
+	char subject[96], line[64];
 
+	snprintf(subject, sizeof(subject), "clusters/%s", c->handle);
+	snprintf(line, sizeof(line), "state: %s", cluster_state_names[s]);
 	c->state = s;
 	c->state_ns = model_now();
 	c->done = 0;
-	if (cluster_store(m, c, err, errlen)) {
+	/* The state and its log lines in one transaction: a crash never
+	 * leaves one without the other. */
+	if (store_begin(m->store, err, errlen) ||
+	    cluster_store(m, c, err, errlen) ||
+	    store_log(m->store, subject, c->state_ns, line, err, errlen) ||
+	    (note &&
+	     store_log(m->store, subject, c->state_ns, note, err, errlen)) ||
+	    store_commit(m->store, err, errlen)) {
+		store_rollback(m->store);
 		c->state = old;
 		c->state_ns = old_ns;
 		return -EIO;
 	}
+	if (m->verbose) {
+		fprintf(stderr, "cclfs: %s: %s\n", subject, line);
+		if (note)
+			fprintf(stderr, "cclfs: %s: %s\n", subject, note);
+	}
+	c->log_ns = c->state_ns;
 	cluster_notify(m, c, "state");
-	cluster_log(m, c, "state: %s", cluster_state_names[s]);
+	cluster_notify(m, c, "log");
 	return 0;
 }
 
+static int cluster_set_state(struct model *m, struct cluster *c,
+			     enum cluster_state s, char *err, size_t errlen)
+{
+	return cluster_set_state_note(m, c, s, NULL, err, errlen);
+}
 /* --- jobs --- */
 
 static void cluster_queue(struct model *m, const char *handle,
@@ -426,9 +449,13 @@ static void cluster_job_deploy(struct model *m, struct cluster *c)
 			cluster_notify(m, c, "state");
 		}
 	}
-	if (c->state == CLUSTER_DEPLOYING &&
-	    cluster_set_state(m, c, CLUSTER_RUNNING, err, sizeof(err)) == 0)
-		cluster_log(m, c, "deployed %zu nodes", c->nnodes);
+	if (c->state == CLUSTER_DEPLOYING) {
+		char note[64];
+
+		snprintf(note, sizeof(note), "deployed %zu nodes", c->nnodes);
+		cluster_set_state_note(m, c, CLUSTER_RUNNING, note, err,
+				       sizeof(err));
+	}
 }
 
 /* Stop, start or terminate every node; then the final state. */
