@@ -420,33 +420,56 @@ static void cluster_job_deploy(struct model *m, struct cluster *c)
 		c = cluster_find(m, handle);
 		if (!c)
 			return;
-		if (rc) {
-			char why[MODEL_ERR_MAX + 32];
+		/* Record every node the provider made, also when it failed
+		 * part way: a later terminate must find them. Memory changes
+		 * only once the store has them. */
+		{
+			char serr[MODEL_ERR_MAX];
+			struct cluster_node saved[CLUSTER_DEPLOY_STEP];
+			size_t made = 0;
+			int src = store_begin(m->store, serr, sizeof(serr));
 
-			snprintf(why, sizeof(why), "deploy failed: %s", err);
-			cluster_set_state(m, c, CLUSTER_FAILED, err,
-					  sizeof(err));
-			cluster_fail(m, c, "", -EIO, why);
-			return;
-		}
-		if (store_begin(m->store, err, sizeof(err)) == 0) {
-			for (size_t k = 0; k < n; k++) {
+			for (size_t k = 0; k < n; k++)
+				saved[k] = c->nodes[idx[k]];
+			for (size_t k = 0; k < n && src == 0; k++) {
 				struct cluster_node *nd = &c->nodes[idx[k]];
 
+				if (!*step[k].instance_id)
+					continue;
 				nd->pn = step[k];
 				snprintf(nd->state, sizeof(nd->state),
 					 "running");
 				nd->since_ns = model_now();
-				cluster_store_node(m, nd, err, sizeof(err));
+				src = cluster_store_node(m, nd, serr,
+							 sizeof(serr));
+				made++;
 			}
-			if (store_commit(m->store, err, sizeof(err)))
+			if (src == 0)
+				src = store_commit(m->store, serr,
+						   sizeof(serr));
+			if (src) {
 				store_rollback(m->store);
+				for (size_t k = 0; k < n; k++)
+					c->nodes[idx[k]] = saved[k];
+				if (!rc) {
+					rc = -EIO;
+					snprintf(err, sizeof(err), "%s", serr);
+				}
+			} else if (c->state == CLUSTER_DEPLOYING) {
+				/* A terminate's count is its own. */
+				c->done += (int)made;
+				cluster_notify(m, c, "state");
+			}
 		}
-		/* A terminate may have begun meanwhile: its count is its own.
-		 */
-		if (c->state == CLUSTER_DEPLOYING) {
-			c->done += (int)n;
-			cluster_notify(m, c, "state");
+		if (rc) {
+			char why[MODEL_ERR_MAX + 32];
+
+			snprintf(why, sizeof(why), "deploy failed: %s", err);
+			if (c->state == CLUSTER_DEPLOYING)
+				cluster_set_state(m, c, CLUSTER_FAILED, err,
+						  sizeof(err));
+			cluster_fail(m, c, "", -EIO, why);
+			return;
 		}
 	}
 	if (c->state == CLUSTER_DEPLOYING) {
@@ -488,21 +511,16 @@ static void cluster_job_nodes(struct model *m, struct cluster *c,
 			break;
 		if (strcmp(c->nodes[i].state, "terminated") == 0)
 			continue; /* gone already */
-		if (!*c->nodes[i].pn.instance_id) {
-			/* Never created (a deploy cut short): nothing to stop;
-			 * a terminate just records that it will never be. */
-			if (op == CLUSTER_OP_TERMINATE) {
-				snprintf(c->nodes[i].state,
-					 sizeof(c->nodes[i].state),
-					 "terminated");
-				c->nodes[i].since_ns = model_now();
-				cluster_store_node(m, &c->nodes[i], err,
-						   sizeof(err));
-			}
+		if (!*c->nodes[i].pn.instance_id &&
+		    op != CLUSTER_OP_TERMINATE) {
+			/* Never created (a deploy cut short): nothing runs
+			 * there to stop or continue. */
 			c->done++;
 			cluster_notify(m, c, "state");
 			continue;
 		}
+		/* A terminate asks the provider even for a node without an id:
+		 * a crash or a failed create may have made it unrecorded. */
 		pn = c->nodes[i].pn;
 		p = cluster_provider(m, &c->nodes[i]);
 		pthread_mutex_unlock(&m->lock);
@@ -1757,16 +1775,21 @@ int model_exec(struct model *m, const char *handle, const char *node,
 	/* The hostfile commands see (CCLFS_HOSTFILE). */
 	{
 		struct cluster_text t = {0};
-		char path[PATH_MAX + 16];
+		char path[PATH_MAX + 16], tmp[PATH_MAX + 32];
 		FILE *f;
 
+		/* Replaced whole, so a command reading it never sees half. */
 		cluster_render(m, c, NULL, "hostfile", &t);
 		snprintf(path, sizeof(path), "%s/hostfile", dir);
-		f = fopen(path, "we");
+		snprintf(tmp, sizeof(tmp), "%s/.hostfile.%u", dir, seq);
+		f = fopen(tmp, "we");
 		if (f) {
 			if (t.buf)
 				fwrite(t.buf, 1, t.len, f);
-			fclose(f);
+			if (fclose(f) == 0)
+				rename(tmp, path);
+			else
+				unlink(tmp);
 		}
 		free(t.buf);
 	}

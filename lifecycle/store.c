@@ -388,8 +388,30 @@ int store_cluster_put(struct store *st, const struct store_cluster *c,
 int store_cluster_remove(struct store *st, const char *handle, char *err,
 			 size_t errlen)
 {
+	char subject[96];
+	sqlite3_stmt *q;
+	int rc;
+
+	/* The cluster, its nodes (cascade) and its log, at once: a cluster
+	 * made later under the same name starts clean. */
+	if (store_begin(st, err, errlen))
+		return -1;
 	store_bind_text(st->stmt[STMT_CLUSTER_REMOVE], 1, handle);
-	return store_step(st, STMT_CLUSTER_REMOVE, err, errlen);
+	rc = store_step(st, STMT_CLUSTER_REMOVE, err, errlen);
+	snprintf(subject, sizeof(subject), "clusters/%s", handle);
+	if (rc == 0 &&
+	    sqlite3_prepare_v2(st->db, "DELETE FROM log WHERE subject = ?1", -1,
+			       &q, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(q, 1, subject, -1, SQLITE_TRANSIENT);
+		if (sqlite3_step(q) != SQLITE_DONE)
+			rc = store_fail(st, "removing the log", err, errlen);
+		sqlite3_finalize(q);
+	}
+	if (rc == 0)
+		rc = store_commit(st, err, errlen);
+	if (rc)
+		store_rollback(st);
+	return rc;
 }
 
 int store_node_put(struct store *st, const struct store_node *n, char *err,

@@ -598,6 +598,13 @@ static int local_terminate(struct provider *p, const struct provider_node *node,
 			    dir, name, local_strerror(-rc));
 		return rc;
 	}
+	/* A command started while the tree was being removed is killed
+	 * too: nothing of the node may outlive its terminate. */
+	if (node->instance_id[0]) {
+		rc = local_signal_node(node, SIGKILL, err, errlen);
+		if (rc < 0)
+			return rc;
+	}
 	/* The cluster's directory goes with its last node. */
 	if (local_node_dir(lp, node, false, dir, sizeof(dir), NULL, 0) == 0)
 		rmdir(dir);

@@ -710,3 +710,23 @@ $(cat "$MNT/clusters/h/hostfile")" "stdout of node 2"
 	expect_eq "$(cat "$N/0/stdout")" woke
 	expect_eq "$(cat "$N/0/exit_status")" 0
 }
+
+@test "a deploy that fails part way, then terminate: no node directory is left" {
+	contract c 3
+	# Node 1 cannot be made: a file stands where its directory would go.
+	mkdir -p "$STATE/nodes/h"
+	: >"$STATE/nodes/h/1"
+	echo h >"$MNT/contracts/c/deploy"
+	wait_state h failed
+	[[ "$(cat "$MNT/clusters/h/error")" == "clusters/h: deploy failed: "* ]]
+	rm "$STATE/nodes/h/1"
+	echo terminated >"$MNT/clusters/h/state"
+	wait_state h terminated
+	[ ! -e "$STATE/nodes/h" ]
+	rmdir "$MNT/clusters/h"
+	# The same name starts clean: no old log lines.
+	echo h >"$MNT/contracts/c/deploy"
+	wait_state h running
+	[ "$(grep -c 'deploy requested' "$MNT/clusters/h/log")" = 1 ]
+	! grep -q failed "$MNT/clusters/h/log"
+}
