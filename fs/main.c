@@ -130,6 +130,10 @@ int main(int argc, char *argv[])
 		rc = 0;
 		goto out;
 	}
+	/* exec blocks a thread for as long as its command runs: allow many
+	 * more than libfuse's default of 10 (a user's -o max_threads=, later
+	 * on the command line, still wins). */
+	fuse_opt_insert_arg(&args, 1, "-omax_threads=256");
 	if (fuse_parse_cmdline(&args, &cmd) != 0)
 		goto out;
 	if (!cmd.mountpoint) {
@@ -195,12 +199,7 @@ int main(int argc, char *argv[])
 		fuse_loop_cfg_set_clone_fd(loop, (unsigned int)cmd.clone_fd);
 		/* Leave libfuse's defaults unless -o max_threads= and
 		 * -o max_idle_threads= were given. */
-		/* exec blocks a thread for as long as its command runs, so
-		 * allow many more than libfuse's default of 10. */
-		fuse_loop_cfg_set_max_threads(
-			loop, cmd.max_threads && cmd.max_threads != UINT_MAX
-				      ? cmd.max_threads
-				      : 256);
+		fuse_loop_cfg_set_max_threads(loop, cmd.max_threads);
 		if (cmd.max_idle_threads != UINT_MAX)
 			fuse_loop_cfg_set_idle_threads(loop,
 						       cmd.max_idle_threads);

@@ -21,7 +21,7 @@
  * value plus generous surrounding whitespace. */
 #define FS_WRITE_MAX (CONTRACT_VALUE_MAX + 1024)
 /* Largest command written to an exec file. */
-#define FS_EXEC_MAX ((size_t)1024 * 1024)
+#define FS_EXEC_MAX ((size_t)128 * 1024) /* sh -c takes one argument */
 
 /* One open file: what it names, the snapshot read from, and the bytes
  * written through it so far (validated again as a whole at each write). */
@@ -268,8 +268,21 @@ static int fs_getattr(const char *path, struct stat *st,
 	struct fspath p;
 	int rc;
 
-	if (fi && fi->fh)
-		return fs_stat_path(&((struct fshandle *)fi->fh)->path, st);
+	if (fi && fi->fh) {
+		struct fshandle *h = (struct fshandle *)(uintptr_t)fi->fh;
+
+		if (h->files) {
+			rc = model_files_fgetattr(h->files, h->pfh, st);
+			if (rc == 0) {
+				st->st_uid = fs_ctx()->uid;
+				st->st_gid = fs_ctx()->gid;
+			}
+			return rc;
+		}
+		return fs_stat_path(&h->path, st);
+	}
+	if (!path)
+		return -ENOENT;
 	rc = fspath_parse(path, &p);
 	return rc ? rc : fs_stat_path(&p, st);
 }
@@ -559,7 +572,10 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 		fs_list_clusters(&l, &p);
 		break;
 	case FSPATH_NODE_FILES:
-		FS_FILES(&p, model_files_readdir(f, p.rel, fs_files_entry, &l));
+		rc = FS_FILES(
+			&p, model_files_readdir(f, p.rel, fs_files_entry, &l));
+		if (rc < 0)
+			return rc;
 		break;
 	default:
 		break;
@@ -741,22 +757,30 @@ static int fs_rename_tree(const char *from, const char *to, unsigned int flags)
 	return -EPERM;
 }
 
+/* The modes and owners of the tree tell the truth and do not change; a
+ * change to what they are already (cp -p, tar, cp -a) is no change. */
 static int fs_chmod_tree(const char *path, mode_t mode,
 			 struct fuse_file_info *fi)
 {
-	(void)path;
-	(void)mode;
-	(void)fi;
-	return -EPERM;
+	struct stat st = {0};
+	int rc = fs_getattr(path, &st, fi);
+
+	if (rc)
+		return rc;
+	return (st.st_mode & 07777) == (mode & 07777) ? 0 : -EPERM;
 }
 
 static int fs_chown(const char *path, uid_t uid, gid_t gid,
 		    struct fuse_file_info *fi)
 {
-	(void)path;
-	(void)uid;
-	(void)gid;
-	(void)fi;
+	struct stat st = {0};
+	int rc = fs_getattr(path, &st, fi);
+
+	if (rc)
+		return rc;
+	if ((uid == (uid_t)-1 || uid == st.st_uid) &&
+	    (gid == (gid_t)-1 || gid == st.st_gid))
+		return 0;
 	return -EPERM;
 }
 
@@ -993,8 +1017,24 @@ static int fs_exec_write(struct fshandle *h, const char *data, size_t size,
 	char *grown;
 	int rc;
 
-	if (h->len + size > FS_EXEC_MAX)
-		return -E2BIG;
+	if (h->refused)
+		return h->refused;
+	if (h->len + size > FS_EXEC_MAX) {
+		char rel[64];
+
+		/* Nothing of it runs, not even at close. */
+		h->len = 0;
+		h->refused = -E2BIG;
+		snprintf(rel, sizeof(rel), "%s%s%sexec",
+			 h->path.kind == FSPATH_NODE_FILE ? "nodes/" : "",
+			 h->path.kind == FSPATH_NODE_FILE ? h->path.node : "",
+			 h->path.kind == FSPATH_NODE_FILE ? "/" : "");
+		return model_cluster_refuse(
+			fs_ctx()->model, h->path.handle, rel, E2BIG,
+			"the command is longer than 128 KiB; "
+			"copy a script into files/ and run "
+			"that");
+	}
 	grown = realloc(h->buf, h->len + size + 1);
 	if (!grown)
 		return -ENOMEM;
@@ -1091,7 +1131,7 @@ static int fs_flush(const char *path, struct fuse_file_info *fi)
 
 	(void)path;
 	/* A command written without a final newline runs at the close. */
-	if (h && h->len &&
+	if (h && h->len && !h->refused &&
 	    (h->path.kind == FSPATH_CLUSTER_FILE ||
 	     h->path.kind == FSPATH_NODE_FILE))
 		return fs_done(fs_exec_run(h));
@@ -1120,9 +1160,12 @@ static int fs_release(const char *path, struct fuse_file_info *fi)
 
 /* --- entry points: nodes/N/files/ goes to the node, the rest to the tree */
 
+/* Whether path is under nodes/N/files/. libfuse passes a NULL path for an
+ * open file whose name is gone (hard_remove): such calls go by handle. */
 static bool fs_in_files(const char *path, struct fspath *p)
 {
-	return fspath_parse(path, p) == 0 && p->kind == FSPATH_NODE_FILES;
+	return path && fspath_parse(path, p) == 0 &&
+	       p->kind == FSPATH_NODE_FILES;
 }
 
 /* Open (or create) a node file: a handle that reads and writes through. */
@@ -1150,8 +1193,10 @@ static int fs_files_open(const struct fspath *p, int flags, mode_t mode,
 		return rc;
 	}
 	/* Commands on the node change these files behind the kernel's back:
-	 * reads always ask. */
-	fi->direct_io = 1;
+	 * each open starts with an empty page cache (keep_cache off), which
+	 * also refreshes the size; not direct I/O, so mmap works. */
+	fi->direct_io = 0;
+	fi->keep_cache = 0;
 	fi->fh = (uint64_t)(uintptr_t)h;
 	return 0;
 }
@@ -1230,8 +1275,11 @@ static int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 
 static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
+	struct fshandle *h = fi ? (struct fshandle *)(uintptr_t)fi->fh : NULL;
 	struct fspath p;
 
+	if (h && h->files)
+		return model_files_ftruncate(h->files, h->pfh, size);
 	if (fs_in_files(path, &p))
 		return FS_FILES(&p, model_files_truncate(f, p.rel, size));
 	return fs_truncate_tree(path, size, fi);

@@ -1056,6 +1056,20 @@ int model_node_file_writable(const char *file)
 	return 0;
 }
 
+int model_cluster_refuse(struct model *m, const char *handle,
+			 const char *relpath, int errnum, const char *reason)
+{
+	struct cluster *c;
+	int rc = -errnum;
+
+	pthread_mutex_lock(&m->lock);
+	c = cluster_find(m, handle);
+	if (c)
+		cluster_fail(m, c, relpath, rc, reason);
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
 int model_cluster_nodes(struct model *m, const char *handle,
 			int (*fn)(void *ctx, const char *node), void *ctx)
 {
@@ -1979,6 +1993,16 @@ int model_files_write(struct model_files *f, uint64_t fh, const char *buf,
 int model_files_fsync(struct model_files *f, uint64_t fh)
 {
 	return f->ops->fsync(fh);
+}
+
+int model_files_fgetattr(struct model_files *f, uint64_t fh, struct stat *st)
+{
+	return f->ops->fgetattr(fh, st);
+}
+
+int model_files_ftruncate(struct model_files *f, uint64_t fh, int64_t size)
+{
+	return f->ops->ftruncate(fh, (off_t)size);
 }
 
 int model_files_close(struct model_files *f, uint64_t fh)

@@ -126,6 +126,11 @@ int model_cluster_file_write(struct model *m, const char *handle,
 int model_cluster_file_touch(struct model *m, const char *handle,
 			     const char *file);
 
+/* Refuse an operation on `relpath` of a cluster ("nodes/0/exec"): record
+ * why in its error file and log, return -errnum. */
+int model_cluster_refuse(struct model *m, const char *handle,
+			 const char *relpath, int errnum, const char *reason);
+
 /* The node folders of a cluster, in rank order ("manager" first). */
 int model_cluster_nodes(struct model *m, const char *handle,
 			int (*fn)(void *ctx, const char *node), void *ctx);
@@ -169,6 +174,8 @@ int model_files_read(struct model_files *f, uint64_t fh, char *buf, size_t size,
 int model_files_write(struct model_files *f, uint64_t fh, const char *buf,
 		      size_t size, int64_t off);
 int model_files_fsync(struct model_files *f, uint64_t fh);
+int model_files_fgetattr(struct model_files *f, uint64_t fh, struct stat *st);
+int model_files_ftruncate(struct model_files *f, uint64_t fh, int64_t size);
 int model_files_close(struct model_files *f, uint64_t fh);
 int model_files_truncate(struct model_files *f, const char *path, int64_t size);
 int model_files_mkdir(struct model_files *f, const char *path,

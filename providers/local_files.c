@@ -106,6 +106,16 @@ static int local_files_fsync(uint64_t fh)
 	return fsync((int)fh) ? -errno : 0;
 }
 
+static int local_files_fgetattr(uint64_t fh, struct stat *st)
+{
+	return fstat((int)fh, st) ? -errno : 0;
+}
+
+static int local_files_ftruncate(uint64_t fh, off_t size)
+{
+	return ftruncate((int)fh, size) ? -errno : 0;
+}
+
 static int local_files_close(uint64_t fh)
 {
 	return close((int)fh) ? -errno : 0;
@@ -192,6 +202,8 @@ const struct provider_file_ops local_file_ops = {
 	.read = local_files_read,
 	.write = local_files_write,
 	.fsync = local_files_fsync,
+	.fgetattr = local_files_fgetattr,
+	.ftruncate = local_files_ftruncate,
 	.close = local_files_close,
 	.truncate = local_files_truncate,
 	.mkdir = local_files_mkdir,

@@ -62,6 +62,8 @@ struct provider_file_ops {
 	int (*read)(uint64_t fh, char *buf, size_t size, off_t off);
 	int (*write)(uint64_t fh, const char *buf, size_t size, off_t off);
 	int (*fsync)(uint64_t fh);
+	int (*fgetattr)(uint64_t fh, struct stat *st);
+	int (*ftruncate)(uint64_t fh, off_t size);
 	int (*close)(uint64_t fh);
 	int (*truncate)(const struct provider_node *node, const char *path,
 			off_t size);
