@@ -5,9 +5,11 @@
 #include "lifecycle/cluster.h"
 
 #include "lifecycle/contract.h"
+#include "lifecycle/hostsconf.h"
 #include "lifecycle/model_priv.h"
 #include "lifecycle/resolution.h"
 #include "lifecycle/store.h"
+#include "providers/hosts.h"
 #include "providers/provider.h"
 
 #include <errno.h>
@@ -79,6 +81,8 @@ struct cluster {
 	int64_t exec_ns; /* last exec on the whole cluster */
 	int64_t log_ns;	 /* last line of its log */
 	int64_t restart_ns;
+	char ssh_user[64];	    /* config/user at deploy, "" default */
+	char ssh_keyfile[PATH_MAX]; /* config/keyfile or sshflags -i */
 };
 
 struct cluster_job {
@@ -247,6 +251,8 @@ static int cluster_store(struct model *m, const struct cluster *c, char *err,
 		.state_ns = c->state_ns,
 		.error_ns = c->error_ns,
 		.price = c->price,
+		.ssh_user = c->ssh_user,
+		.ssh_keyfile = c->ssh_keyfile,
 	};
 
 	return store_cluster_put(m->store, &sc, err, errlen);
@@ -380,7 +386,11 @@ static void cluster_queue(struct model *m, const char *handle,
 static struct provider *cluster_provider(struct model *m,
 					 const struct cluster_node *n)
 {
-	return strcmp(n->provider, "local") == 0 ? m->local : NULL;
+	if (strcmp(n->provider, "local") == 0)
+		return m->local;
+	if (strcmp(n->provider, "hosts") == 0)
+		return m->hosts;
+	return NULL;
 }
 
 /* Create the nodes not created yet, a step at a time. Called and returns
@@ -615,11 +625,24 @@ static int cluster_load_one(void *ctx, const struct store_cluster *sc)
 	c->error_ns = sc->error_ns;
 	c->price = sc->price;
 	c->log_ns = sc->state_ns;
+	snprintf(c->ssh_user, sizeof(c->ssh_user), "%s", sc->ssh_user);
+	snprintf(c->ssh_keyfile, sizeof(c->ssh_keyfile), "%s", sc->ssh_keyfile);
 	if (!c->resolution || !c->error || cluster_insert(m, c)) {
 		cluster_free(c);
 		return -1;
 	}
 	return 0;
+}
+
+/* What the provider needs to reach a node, from its cluster. */
+static void cluster_node_login(const struct cluster *c, struct cluster_node *n)
+{
+	snprintf(n->pn.instance_type, sizeof(n->pn.instance_type), "%s",
+		 n->instance_type);
+	snprintf(n->pn.user, sizeof(n->pn.user), "%s", c->ssh_user);
+	snprintf(n->pn.keyfile, sizeof(n->pn.keyfile), "%s", c->ssh_keyfile);
+	n->pn.tunneled = strcmp(c->cluster_type, "ManagerWorkers") == 0 &&
+			 n->pn.rank >= 0;
 }
 
 static int cluster_load_node(void *ctx, const struct store_node *sn)
@@ -649,10 +672,60 @@ static int cluster_load_node(void *ctx, const struct store_node *sn)
 	snprintf(n->provider, sizeof(n->provider), "%s", sn->provider);
 	snprintf(n->instance_type, sizeof(n->instance_type), "%s",
 		 sn->instance_type);
+	cluster_node_login(c, n);
 	snprintf(n->state, sizeof(n->state), "%s", sn->state);
 	n->since_ns = sn->since_ns;
 	n->exit_status = sn->exit_status;
 	n->exec_ns = sn->exec_ns;
+	return 0;
+}
+
+/* A provider says that how it reaches a node changed. */
+static void cluster_reach_changed(void *ctx, const char *handle, int rank)
+{
+	char path[160];
+
+	if (rank < 0)
+		snprintf(path, sizeof(path), "clusters/%s/nodes/manager/status",
+			 handle);
+	else
+		snprintf(path, sizeof(path), "clusters/%s/nodes/%d/status",
+			 handle, rank);
+	model_notify_path(ctx, path);
+}
+
+/* The hosts provider, when cclfs.conf lists hosts; it learns which hosts
+ * the clusters of the store hold. */
+static int cluster_open_hosts(struct model *m, char *err, size_t errlen)
+{
+	struct hosts_host *hosts;
+	struct hosts_settings s;
+	size_t n;
+
+	if (hostsconf_read(m->config, m->statedir, &hosts, &n, &s, err, errlen))
+		return -1;
+	if (n == 0) {
+		free(hosts);
+		return 0;
+	}
+	m->hosts = hosts_provider_open(hosts, n, &s, err, errlen);
+	free(hosts);
+	if (!m->hosts)
+		return -1;
+	m->hosts->notify = cluster_reach_changed;
+	m->hosts->notify_ctx = m;
+	for (size_t i = 0; i < m->nclusters; i++) {
+		const struct cluster *c = m->clusters[i];
+
+		for (size_t k = 0; k < c->nnodes; k++) {
+			const struct cluster_node *nd = &c->nodes[k];
+
+			if (strcmp(nd->provider, "hosts") == 0 &&
+			    *nd->pn.instance_id &&
+			    strcmp(nd->state, "terminated") != 0)
+				m->hosts->ops->attach(m->hosts, &nd->pn);
+		}
+	}
 	return 0;
 }
 
@@ -673,7 +746,9 @@ int cluster_open(struct model *m, char *err, size_t errlen)
 		return -1;
 	snprintf(dir, sizeof(dir), "%s/nodes", m->statedir);
 	m->local = local_provider_open(dir, err, errlen);
-	return m->local ? 0 : -1;
+	if (!m->local)
+		return -1;
+	return cluster_open_hosts(m, err, errlen);
 }
 
 int model_start(struct model *m, char *err, size_t errlen)
@@ -728,6 +803,9 @@ void cluster_close(struct model *m)
 	if (m->local)
 		m->local->ops->close(m->local);
 	m->local = NULL;
+	if (m->hosts)
+		m->hosts->ops->close(m->hosts);
+	m->hosts = NULL;
 }
 
 int cluster_contract_busy(struct model *m, const char *contract, char *why,
@@ -812,12 +890,13 @@ int cluster_deploy(struct model *m, const struct cluster_request *req,
 				 role);
 			return -EINVAL;
 		}
-		if (strcmp(provider[r], "local") != 0) {
+		if (strcmp(provider[r], "local") != 0 &&
+		    strcmp(provider[r], "hosts") != 0) {
 			snprintf(why, whylen,
 				 "the contract resolved to %s %s, but this "
 				 "version of cclfs deploys only on the local "
-				 "provider; write local to node_provider to "
-				 "deploy on this machine",
+				 "and hosts providers; write local or hosts to "
+				 "node_provider",
 				 provider[r], type[r]);
 			return -EOPNOTSUPP;
 		}
@@ -844,6 +923,10 @@ int cluster_deploy(struct model *m, const struct cluster_request *req,
 	c->state = CLUSTER_DEPLOYING;
 	c->node_count = req->node_count;
 	c->process_count = req->process_count;
+	snprintf(c->ssh_user, sizeof(c->ssh_user), "%s",
+		 req->user ? req->user : "");
+	snprintf(c->ssh_keyfile, sizeof(c->ssh_keyfile), "%s",
+		 req->keyfile ? req->keyfile : "");
 	c->created_ns = c->state_ns = c->error_ns = c->log_ns = now;
 	c->nnodes = (size_t)req->node_count + (mw ? 1 : 0);
 	c->nodes = calloc(c->nnodes, sizeof(*c->nodes));
@@ -866,6 +949,7 @@ int cluster_deploy(struct model *m, const struct cluster_request *req,
 		snprintf(n->provider, sizeof(n->provider), "%s", provider[r]);
 		snprintf(n->instance_type, sizeof(n->instance_type), "%s",
 			 type[r]);
+		cluster_node_login(c, n);
 		snprintf(n->state, sizeof(n->state), "creating");
 		n->since_ns = now;
 		n->exit_status = -1;
@@ -1198,6 +1282,24 @@ static int cluster_render_log_line(void *ctx, int64_t at_ns, const char *line)
 	return 0;
 }
 
+/* How the provider reaches the node (SSH nodes): "connection: ...". */
+static void cluster_render_reach(const struct model *m,
+				 const struct cluster_node *n,
+				 struct cluster_text *t)
+{
+	struct provider *p = NULL;
+	char reach[1024];
+
+	if (strcmp(n->provider, "hosts") == 0)
+		p = m->hosts;
+	if (!p || !p->ops->reach || !*n->pn.instance_id ||
+	    strcmp(n->state, "terminated") == 0)
+		return;
+	if (p->ops->reach(p, &n->pn, reach, sizeof(reach)))
+		snprintf(reach, sizeof(reach), "not connected yet");
+	cluster_printf(t, "connection: %s\n", reach);
+}
+
 static void cluster_render_node(const struct model *m,
 				const struct cluster_node *n, const char *file,
 				struct cluster_text *t)
@@ -1211,6 +1313,7 @@ static void cluster_render_node(const struct model *m,
 			       "since: %s\n",
 			       n->state, n->pn.address, n->pn.instance_id,
 			       when);
+		cluster_render_reach(m, n, t);
 	} else if (strcmp(file, "exit_status") == 0) {
 		if (n->exit_status >= 0)
 			cluster_printf(t, "%d\n", n->exit_status);
@@ -1899,12 +2002,19 @@ int model_exec(struct model *m, const char *handle, const char *node,
 				"%s failed on %zu of %zu nodes:", q, failed, n);
 			for (size_t i = 0; i < n && o < sizeof(why); i++)
 				if (xs[i].rc || xs[i].status)
-					o += (size_t)snprintf(
-						why + o, sizeof(why) - o,
-						" %s (%s %d)", xs[i].name,
-						xs[i].rc ? "error" : "status",
-						xs[i].rc ? xs[i].rc
-							 : xs[i].status);
+					o += xs[i].rc ? (size_t)snprintf(
+								why + o,
+								sizeof(why) - o,
+								" %s (%s)",
+								xs[i].name,
+								xs[i].err)
+						      : (size_t)snprintf(
+								why + o,
+								sizeof(why) - o,
+								" %s (status "
+								"%d)",
+								xs[i].name,
+								xs[i].status);
 		}
 		rc = cluster_fail(m, c, relpath, -EIO, why);
 	} else if (c) {
@@ -1920,6 +2030,7 @@ int model_exec(struct model *m, const char *handle, const char *node,
 
 struct model_files {
 	const struct provider_file_ops *ops;
+	struct provider *p;
 	struct provider_node pn;
 };
 
@@ -1944,6 +2055,7 @@ struct model_files *model_files_get(struct model *m, const char *handle,
 		f = malloc(sizeof(*f));
 		if (f) {
 			f->ops = p->ops->files;
+			f->p = p;
 			f->pn = n->pn;
 		} else {
 			*err = -ENOMEM;
@@ -1961,7 +2073,7 @@ void model_files_put(struct model_files *f)
 int model_files_getattr(struct model_files *f, const char *path,
 			struct stat *st)
 {
-	return f->ops->getattr(&f->pn, path, st);
+	return f->ops->getattr(f->p, &f->pn, path, st);
 }
 
 int model_files_readdir(struct model_files *f, const char *path,
@@ -1969,94 +2081,94 @@ int model_files_readdir(struct model_files *f, const char *path,
 				  const struct stat *st),
 			void *ctx)
 {
-	return f->ops->readdir(&f->pn, path, fn, ctx);
+	return f->ops->readdir(f->p, &f->pn, path, fn, ctx);
 }
 
 int model_files_open(struct model_files *f, const char *path, int flags,
 		     unsigned int mode, uint64_t *fh)
 {
-	return f->ops->open(&f->pn, path, flags, (mode_t)mode, fh);
+	return f->ops->open(f->p, &f->pn, path, flags, (mode_t)mode, fh);
 }
 
 int model_files_read(struct model_files *f, uint64_t fh, char *buf, size_t size,
 		     int64_t off)
 {
-	return f->ops->read(fh, buf, size, (off_t)off);
+	return f->ops->read(f->p, fh, buf, size, (off_t)off);
 }
 
 int model_files_write(struct model_files *f, uint64_t fh, const char *buf,
 		      size_t size, int64_t off)
 {
-	return f->ops->write(fh, buf, size, (off_t)off);
+	return f->ops->write(f->p, fh, buf, size, (off_t)off);
 }
 
 int model_files_fsync(struct model_files *f, uint64_t fh)
 {
-	return f->ops->fsync(fh);
+	return f->ops->fsync(f->p, fh);
 }
 
 int model_files_fgetattr(struct model_files *f, uint64_t fh, struct stat *st)
 {
-	return f->ops->fgetattr(fh, st);
+	return f->ops->fgetattr(f->p, fh, st);
 }
 
 int model_files_ftruncate(struct model_files *f, uint64_t fh, int64_t size)
 {
-	return f->ops->ftruncate(fh, (off_t)size);
+	return f->ops->ftruncate(f->p, fh, (off_t)size);
 }
 
 int model_files_close(struct model_files *f, uint64_t fh)
 {
-	return f->ops->close(fh);
+	return f->ops->close(f->p, fh);
 }
 
 int model_files_truncate(struct model_files *f, const char *path, int64_t size)
 {
-	return f->ops->truncate(&f->pn, path, (off_t)size);
+	return f->ops->truncate(f->p, &f->pn, path, (off_t)size);
 }
 
 int model_files_mkdir(struct model_files *f, const char *path,
 		      unsigned int mode)
 {
-	return f->ops->mkdir(&f->pn, path, (mode_t)mode);
+	return f->ops->mkdir(f->p, &f->pn, path, (mode_t)mode);
 }
 
 int model_files_unlink(struct model_files *f, const char *path)
 {
-	return f->ops->unlink(&f->pn, path);
+	return f->ops->unlink(f->p, &f->pn, path);
 }
 
 int model_files_rmdir(struct model_files *f, const char *path)
 {
-	return f->ops->rmdir(&f->pn, path);
+	return f->ops->rmdir(f->p, &f->pn, path);
 }
 
 int model_files_rename(struct model_files *f, const char *from, const char *to,
 		       unsigned int flags)
 {
-	return f->ops->rename(&f->pn, from, to, flags);
+	return f->ops->rename(f->p, &f->pn, from, to, flags);
 }
 
 int model_files_chmod(struct model_files *f, const char *path,
 		      unsigned int mode)
 {
-	return f->ops->chmod(&f->pn, path, (mode_t)mode);
+	return f->ops->chmod(f->p, &f->pn, path, (mode_t)mode);
 }
 
 int model_files_utimens(struct model_files *f, const char *path,
 			const struct timespec tv[2])
 {
-	return f->ops->utimens(&f->pn, path, tv);
+	return f->ops->utimens(f->p, &f->pn, path, tv);
 }
 
 int model_files_symlink(struct model_files *f, const char *target,
 			const char *path)
 {
-	return f->ops->symlink(&f->pn, target, path);
+	return f->ops->symlink(f->p, &f->pn, target, path);
 }
 
 int model_files_readlink(struct model_files *f, const char *path, char *buf,
 			 size_t size)
 {
-	return f->ops->readlink(&f->pn, path, buf, size);
+	return f->ops->readlink(f->p, &f->pn, path, buf, size);
 }

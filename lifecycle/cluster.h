@@ -16,6 +16,8 @@ struct cluster_request {
 	const char *resolution; /* the contract's resolution text */
 	int node_count;
 	int process_count;
+	const char *user;    /* config/user ("" or NULL: the default) */
+	const char *keyfile; /* config/keyfile, or sshflags -i FILE */
 };
 
 /* Load the clusters of the state store and open the providers; starts no

@@ -81,10 +81,24 @@ static int config_handler(void *user, const char *section, const char *key,
 		return 0;
 	for (s = config_sections; *s && strcmp(*s, section) != 0; s++)
 		;
-	if (!*s) {
+	if (!*s && strncmp(section, "hosts.", 6) == 0) {
+		/* [hosts.NAME]: one machine of the hosts provider. */
+		const char *name = section + 6;
+		size_t n = strlen(name);
+
+		if (n == 0 || n > CONTRACT_NAME_MAX ||
+		    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrs"
+				 "tuvwxyz0123456789._-") != n) {
+			snprintf(p->err, p->errlen,
+				 "%s: [%s]: a host name is 1 to %d letters, "
+				 "digits, '.', '_' or '-'",
+				 cfg->path, section, CONTRACT_NAME_MAX);
+			goto fail;
+		}
+	} else if (!*s) {
 		snprintf(p->err, p->errlen,
 			 "%s: unknown section [%s]; cclfs knows [defaults], "
-			 "[local], [hosts], [ec2] and [gcp]",
+			 "[local], [hosts], [hosts.NAME], [ec2] and [gcp]",
 			 cfg->path, section);
 		goto fail;
 	}

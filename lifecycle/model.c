@@ -4,6 +4,7 @@
 #include "lifecycle/model.h"
 
 #include "lifecycle/cluster.h"
+#include "lifecycle/config.h"
 #include "lifecycle/contract.h"
 #include "lifecycle/model_priv.h"
 #include "lifecycle/resolution.h"
@@ -675,6 +676,41 @@ static int model_resolve(struct model *m, struct model_contract *c, size_t f,
 	return 0;
 }
 
+/* A config/ parameter: the contract's value, else cclfs.conf's [defaults]
+ * one, else "". */
+static const char *model_config(const struct model *m,
+				const struct model_contract *c, const char *key)
+{
+	int f = contract_field_find(CONTRACT_DIR_CONFIG, key);
+	const char *v = f >= 0 ? model_value(c, (size_t)f) : "";
+	const char *d = config_get(m->config, "defaults", key);
+
+	return *v ? v : d ? d : "";
+}
+
+/* The key file for SSH logins: config/keyfile, else the -i of sshflags. */
+static void model_keyfile(const struct model *m, const struct model_contract *c,
+			  char *out, size_t len)
+{
+	const char *flags = model_config(m, c, "sshflags");
+	const char *k = model_config(m, c, "keyfile");
+
+	snprintf(out, len, "%s", k);
+	for (const char *p = flags; !*k && (p = strstr(p, "-i"));) {
+		size_t n;
+
+		if (p != flags && p[-1] != ' ' && p[-1] != '\t') {
+			p += 2;
+			continue;
+		}
+		p += 2;
+		p += strspn(p, " \t");
+		n = strcspn(p, " \t");
+		snprintf(out, len, "%.*s", (int)n, p);
+		break;
+	}
+}
+
 static int model_fire(struct model *m, struct model_contract *c, size_t f,
 		      const char *arg, size_t len)
 {
@@ -696,8 +732,11 @@ static int model_fire(struct model *m, struct model_contract *c, size_t f,
 	if (rc)
 		return rc;
 	{
+		char keyfile[PATH_MAX];
 		struct cluster_request req = {
 			.contract = c->name,
+			.user = model_config(m, c, "user"),
+			.keyfile = keyfile,
 			.name = name,
 			.cluster_type = model_value_cb(
 				c, contract_field_find(CONTRACT_DIR_TOP,
@@ -713,6 +752,7 @@ static int model_fire(struct model *m, struct model_contract *c, size_t f,
 						       "resolution")),
 		};
 
+		model_keyfile(m, c, keyfile, sizeof(keyfile));
 		rc = cluster_deploy(m, &req, why, sizeof(why));
 	}
 	if (rc)

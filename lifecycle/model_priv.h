@@ -33,6 +33,7 @@ struct model {
 	size_t nclusters, capclusters;
 	int64_t clusters_ns;
 	struct provider *local;
+	struct provider *hosts; /* NULL when cclfs.conf lists no host */
 	struct cluster_jobs *jobs;
 };
 

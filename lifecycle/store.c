@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 enum store_stmt {
 	STMT_CONTRACT_ADD,
@@ -42,15 +42,18 @@ static const char *const store_sql[STMT_COUNT] = {
 	[STMT_CLUSTER_PUT] =
 		"INSERT INTO clusters(handle, contract, cluster_type, "
 		"resolution, state, error, node_count, process_count, "
-		"created_ns, state_ns, error_ns, price) VALUES(?1, ?2, ?3, ?4, "
-		"?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT(handle) DO "
+		"created_ns, state_ns, error_ns, price, ssh_user, ssh_keyfile) "
+		"VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+		"?13, "
+		"?14) ON CONFLICT(handle) DO "
 		"UPDATE SET contract = excluded.contract, cluster_type = "
 		"excluded.cluster_type, resolution = excluded.resolution, "
 		"state = excluded.state, error = excluded.error, node_count = "
 		"excluded.node_count, process_count = excluded.process_count, "
 		"created_ns = excluded.created_ns, state_ns = "
 		"excluded.state_ns, error_ns = excluded.error_ns, price = "
-		"excluded.price",
+		"excluded.price, ssh_user = excluded.ssh_user, ssh_keyfile = "
+		"excluded.ssh_keyfile",
 	[STMT_CLUSTER_REMOVE] = "DELETE FROM clusters WHERE handle = ?1",
 	[STMT_NODE_PUT] =
 		"INSERT INTO nodes(handle, rank, provider, instance_type, "
@@ -97,7 +100,10 @@ static const char store_schema[] =
 	"  created_ns INTEGER NOT NULL,"
 	"  state_ns INTEGER NOT NULL,"
 	"  error_ns INTEGER NOT NULL,"
-	"  price REAL) WITHOUT ROWID;"
+	"  price REAL,"
+	/* Schema 3: how to log in to its nodes (config/user, keyfile). */
+	"  ssh_user TEXT NOT NULL DEFAULT '',"
+	"  ssh_keyfile TEXT NOT NULL DEFAULT '') WITHOUT ROWID;"
 	"CREATE TABLE IF NOT EXISTS nodes("
 	"  handle TEXT NOT NULL REFERENCES clusters(handle) ON DELETE CASCADE,"
 	"  rank INTEGER NOT NULL,"
@@ -155,10 +161,19 @@ static int store_migrate(struct store *st, char *err, size_t errlen)
 			 version, STORE_SCHEMA_VERSION);
 		return -1;
 	}
+	/* A schema 2 database has its clusters table without the login. */
+	if (version == 2 &&
+	    store_exec(st,
+		       "ALTER TABLE clusters ADD COLUMN ssh_user TEXT NOT NULL "
+		       "DEFAULT '';"
+		       "ALTER TABLE clusters ADD COLUMN ssh_keyfile TEXT NOT "
+		       "NULL DEFAULT '';",
+		       err, errlen))
+		return -1;
 	if (version < STORE_SCHEMA_VERSION)
 		return store_exec(st,
 				  "INSERT OR REPLACE INTO meta(key, value) "
-				  "VALUES('schema', '2')",
+				  "VALUES('schema', '3')",
 				  err, errlen);
 	return 0;
 }
@@ -382,6 +397,8 @@ int store_cluster_put(struct store *st, const struct store_cluster *c,
 		sqlite3_bind_null(q, 12);
 	else
 		sqlite3_bind_double(q, 12, c->price);
+	store_bind_text(q, 13, c->ssh_user ? c->ssh_user : "");
+	store_bind_text(q, 14, c->ssh_keyfile ? c->ssh_keyfile : "");
 	return store_step(st, STMT_CLUSTER_PUT, err, errlen);
 }
 
@@ -444,7 +461,8 @@ int store_load_clusters(struct store *st,
 			       "SELECT handle, contract, cluster_type, "
 			       "resolution, state, error, node_count, "
 			       "process_count, created_ns, state_ns, error_ns, "
-			       "price FROM clusters ORDER BY handle",
+			       "price, ssh_user, ssh_keyfile FROM clusters "
+			       "ORDER BY handle",
 			       -1, &c, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(
 		    st->db,
@@ -472,6 +490,8 @@ int store_load_clusters(struct store *st,
 			.price = sqlite3_column_type(c, 11) == SQLITE_NULL
 					 ? NAN
 					 : sqlite3_column_double(c, 11),
+			.ssh_user = store_column_text(c, 12),
+			.ssh_keyfile = store_column_text(c, 13),
 		};
 
 		if (loader->cluster(loader->ctx, &cl)) {

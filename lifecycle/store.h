@@ -56,6 +56,8 @@ struct store_cluster {
 	int64_t state_ns;
 	int64_t error_ns;
 	double price; /* USD per hour for the whole cluster; NAN unknown */
+	const char *ssh_user;	 /* config/user at deploy ("" default) */
+	const char *ssh_keyfile; /* config/keyfile or sshflags -i */
 };
 
 struct store_node {

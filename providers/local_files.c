@@ -39,19 +39,21 @@ static int local_files_path(const struct provider_node *node, const char *path,
 			return rc_;                                            \
 	} while (0)
 
-static int local_files_getattr(const struct provider_node *node,
+static int local_files_getattr(struct provider *p,
+			       const struct provider_node *node,
 			       const char *path, struct stat *st)
 {
+	(void)p;
 	LOCAL_FILES_PATH(full, node, path);
 	return lstat(full, st) ? -errno : 0;
 }
 
-static int local_files_readdir(const struct provider_node *node,
-			       const char *path,
-			       int (*fn)(void *ctx, const char *name,
-					 const struct stat *st),
-			       void *ctx)
+static int local_files_readdir(
+	struct provider *p, const struct provider_node *node, const char *path,
+	int (*fn)(void *ctx, const char *name, const struct stat *st),
+	void *ctx)
 {
+	(void)p;
 	struct dirent *e;
 	DIR *d;
 
@@ -73,9 +75,11 @@ static int local_files_readdir(const struct provider_node *node,
 	return 0;
 }
 
-static int local_files_open(const struct provider_node *node, const char *path,
+static int local_files_open(struct provider *p,
+			    const struct provider_node *node, const char *path,
 			    int flags, mode_t mode, uint64_t *fh)
 {
+	(void)p;
 	int fd;
 
 	LOCAL_FILES_PATH(full, node, path);
@@ -86,103 +90,129 @@ static int local_files_open(const struct provider_node *node, const char *path,
 	return 0;
 }
 
-static int local_files_read(uint64_t fh, char *buf, size_t size, off_t off)
+static int local_files_read(struct provider *p, uint64_t fh, char *buf,
+			    size_t size, off_t off)
 {
+	(void)p;
 	ssize_t n = pread((int)fh, buf, size, off);
 
 	return n < 0 ? -errno : (int)n;
 }
 
-static int local_files_write(uint64_t fh, const char *buf, size_t size,
-			     off_t off)
+static int local_files_write(struct provider *p, uint64_t fh, const char *buf,
+			     size_t size, off_t off)
 {
+	(void)p;
 	ssize_t n = pwrite((int)fh, buf, size, off);
 
 	return n < 0 ? -errno : (int)n;
 }
 
-static int local_files_fsync(uint64_t fh)
+static int local_files_fsync(struct provider *p, uint64_t fh)
 {
+	(void)p;
 	return fsync((int)fh) ? -errno : 0;
 }
 
-static int local_files_fgetattr(uint64_t fh, struct stat *st)
+static int local_files_fgetattr(struct provider *p, uint64_t fh,
+				struct stat *st)
 {
+	(void)p;
 	return fstat((int)fh, st) ? -errno : 0;
 }
 
-static int local_files_ftruncate(uint64_t fh, off_t size)
+static int local_files_ftruncate(struct provider *p, uint64_t fh, off_t size)
 {
+	(void)p;
 	return ftruncate((int)fh, size) ? -errno : 0;
 }
 
-static int local_files_close(uint64_t fh)
+static int local_files_close(struct provider *p, uint64_t fh)
 {
+	(void)p;
 	return close((int)fh) ? -errno : 0;
 }
 
-static int local_files_truncate(const struct provider_node *node,
+static int local_files_truncate(struct provider *p,
+				const struct provider_node *node,
 				const char *path, off_t size)
 {
+	(void)p;
 	LOCAL_FILES_PATH(full, node, path);
 	return truncate(full, size) ? -errno : 0;
 }
 
-static int local_files_mkdir(const struct provider_node *node, const char *path,
+static int local_files_mkdir(struct provider *p,
+			     const struct provider_node *node, const char *path,
 			     mode_t mode)
 {
+	(void)p;
 	LOCAL_FILES_PATH(full, node, path);
 	return mkdir(full, mode) ? -errno : 0;
 }
 
-static int local_files_unlink(const struct provider_node *node,
+static int local_files_unlink(struct provider *p,
+			      const struct provider_node *node,
 			      const char *path)
 {
+	(void)p;
 	LOCAL_FILES_PATH(full, node, path);
 	return unlink(full) ? -errno : 0;
 }
 
-static int local_files_rmdir(const struct provider_node *node, const char *path)
+static int local_files_rmdir(struct provider *p,
+			     const struct provider_node *node, const char *path)
 {
+	(void)p;
 	LOCAL_FILES_PATH(full, node, path);
 	if (!*path || strcmp(path, "/") == 0)
 		return -EBUSY; /* the working directory itself stays */
 	return rmdir(full) ? -errno : 0;
 }
 
-static int local_files_rename(const struct provider_node *node,
+static int local_files_rename(struct provider *p,
+			      const struct provider_node *node,
 			      const char *from, const char *to,
 			      unsigned int flags)
 {
+	(void)p;
 	LOCAL_FILES_PATH(a, node, from);
 	LOCAL_FILES_PATH(b, node, to);
 	return renameat2(AT_FDCWD, a, AT_FDCWD, b, flags) ? -errno : 0;
 }
 
-static int local_files_chmod(const struct provider_node *node, const char *path,
+static int local_files_chmod(struct provider *p,
+			     const struct provider_node *node, const char *path,
 			     mode_t mode)
 {
+	(void)p;
 	LOCAL_FILES_PATH(full, node, path);
 	return chmod(full, mode) ? -errno : 0;
 }
 
-static int local_files_utimens(const struct provider_node *node,
+static int local_files_utimens(struct provider *p,
+			       const struct provider_node *node,
 			       const char *path, const struct timespec tv[2])
 {
+	(void)p;
 	LOCAL_FILES_PATH(full, node, path);
 	return utimensat(AT_FDCWD, full, tv, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
 }
 
-static int local_files_symlink(const struct provider_node *node,
+static int local_files_symlink(struct provider *p,
+			       const struct provider_node *node,
 			       const char *target, const char *path)
 {
+	(void)p;
 	LOCAL_FILES_PATH(full, node, path);
 	return symlink(target, full) ? -errno : 0;
 }
 
-static int local_files_readlink(const struct provider_node *node,
+static int local_files_readlink(struct provider *p,
+				const struct provider_node *node,
 				const char *path, char *buf, size_t size)
 {
+	(void)p;
 	ssize_t n;
 
 	LOCAL_FILES_PATH(full, node, path);

@@ -23,6 +23,13 @@ struct provider_node {
 	char instance_id[PROVIDER_ID_MAX + 1]; /* "" until created */
 	char address[PROVIDER_ID_MAX + 1];
 	char workdir[PROVIDER_PATH_MAX + 1];
+	/* Given by the lifecycle: the type to create, how to log in (""
+	 * for the provider's default), and whether the node is reached
+	 * through its cluster's manager (workers of ManagerWorkers). */
+	char instance_type[64];
+	char user[64];
+	char keyfile[PROVIDER_PATH_MAX + 1];
+	int tunneled;
 };
 
 enum provider_state {
@@ -48,39 +55,44 @@ struct provider_run {
  * A node's working directory as files (clusters/H/nodes/N/files/). Paths
  * are relative to it ("" is the directory itself, "a/b" below it); every
  * call returns 0 (or a count) or -errno. An open file is a provider handle
- * in *fh.
+ * in *fh. `p` is the provider whose ops these are.
  */
 struct provider_file_ops {
-	int (*getattr)(const struct provider_node *node, const char *path,
-		       struct stat *st);
-	int (*readdir)(const struct provider_node *node, const char *path,
+	int (*getattr)(struct provider *p, const struct provider_node *node,
+		       const char *path, struct stat *st);
+	int (*readdir)(struct provider *p, const struct provider_node *node,
+		       const char *path,
 		       int (*fn)(void *ctx, const char *name,
 				 const struct stat *st),
 		       void *ctx);
-	int (*open)(const struct provider_node *node, const char *path,
-		    int flags, mode_t mode, uint64_t *fh);
-	int (*read)(uint64_t fh, char *buf, size_t size, off_t off);
-	int (*write)(uint64_t fh, const char *buf, size_t size, off_t off);
-	int (*fsync)(uint64_t fh);
-	int (*fgetattr)(uint64_t fh, struct stat *st);
-	int (*ftruncate)(uint64_t fh, off_t size);
-	int (*close)(uint64_t fh);
-	int (*truncate)(const struct provider_node *node, const char *path,
-			off_t size);
-	int (*mkdir)(const struct provider_node *node, const char *path,
-		     mode_t mode);
-	int (*unlink)(const struct provider_node *node, const char *path);
-	int (*rmdir)(const struct provider_node *node, const char *path);
-	int (*rename)(const struct provider_node *node, const char *from,
-		      const char *to, unsigned int flags);
-	int (*chmod)(const struct provider_node *node, const char *path,
-		     mode_t mode);
-	int (*utimens)(const struct provider_node *node, const char *path,
-		       const struct timespec tv[2]);
-	int (*symlink)(const struct provider_node *node, const char *target,
-		       const char *path);
-	int (*readlink)(const struct provider_node *node, const char *path,
-			char *buf, size_t size);
+	int (*open)(struct provider *p, const struct provider_node *node,
+		    const char *path, int flags, mode_t mode, uint64_t *fh);
+	int (*read)(struct provider *p, uint64_t fh, char *buf, size_t size,
+		    off_t off);
+	int (*write)(struct provider *p, uint64_t fh, const char *buf,
+		     size_t size, off_t off);
+	int (*fsync)(struct provider *p, uint64_t fh);
+	int (*fgetattr)(struct provider *p, uint64_t fh, struct stat *st);
+	int (*ftruncate)(struct provider *p, uint64_t fh, off_t size);
+	int (*close)(struct provider *p, uint64_t fh);
+	int (*truncate)(struct provider *p, const struct provider_node *node,
+			const char *path, off_t size);
+	int (*mkdir)(struct provider *p, const struct provider_node *node,
+		     const char *path, mode_t mode);
+	int (*unlink)(struct provider *p, const struct provider_node *node,
+		      const char *path);
+	int (*rmdir)(struct provider *p, const struct provider_node *node,
+		     const char *path);
+	int (*rename)(struct provider *p, const struct provider_node *node,
+		      const char *from, const char *to, unsigned int flags);
+	int (*chmod)(struct provider *p, const struct provider_node *node,
+		     const char *path, mode_t mode);
+	int (*utimens)(struct provider *p, const struct provider_node *node,
+		       const char *path, const struct timespec tv[2]);
+	int (*symlink)(struct provider *p, const struct provider_node *node,
+		       const char *target, const char *path);
+	int (*readlink)(struct provider *p, const struct provider_node *node,
+			const char *path, char *buf, size_t size);
 };
 
 /* The local provider's: the working directory itself. */
@@ -112,11 +124,23 @@ struct provider_ops {
 	 * be run. */
 	int (*run)(struct provider *p, const struct provider_node *node,
 		   struct provider_run *run, char *err, size_t errlen);
+	/* The node is the provider's since a past deploy (called at mount
+	 * for every node not terminated). May be NULL. */
+	void (*attach)(struct provider *p, const struct provider_node *node);
+	/* How the provider reaches the node now ("reachable",
+	 * "unreachable: why"), from memory; 0, or -1 when it has nothing to
+	 * say. May be NULL. */
+	int (*reach)(struct provider *p, const struct provider_node *node,
+		     char *buf, size_t len);
 	void (*close)(struct provider *p);
 };
 
 struct provider {
 	const struct provider_ops *ops;
+	/* Set by the lifecycle: called (from any thread, no lock held)
+	 * when what reach() says of a node changed. */
+	void (*notify)(void *ctx, const char *handle, int rank);
+	void *notify_ctx;
 };
 
 /* The local provider, with nodes under `basedir` (created 0700). */

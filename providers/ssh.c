@@ -1,0 +1,1313 @@
+/* The SSH transport (libssh2): one persistent session per node, served by a
+ * thread of its own that carries out every request (commands, SFTP,
+ * tunnels to nodes behind this one) step by step on the non-blocking
+ * session; connecting, host keys, authentication, keepalives, reconnects. */
+#include "providers/ssh_priv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SSH_TUNNEL_BUF 65536
+
+/* A channel of this session that carries another node's session: bytes
+ * are pumped between it and one end of a socket pair. */
+struct ssh_tunnel {
+	struct ssh_tunnel *next;
+	LIBSSH2_CHANNEL *ch;
+	int fd;
+	char to_fd[SSH_TUNNEL_BUF], to_ch[SSH_TUNNEL_BUF];
+	size_t to_fd_len, to_fd_off, to_ch_len, to_ch_off;
+	bool ch_eof, fd_eof, closing;
+};
+
+struct ssh_conn {
+	struct ssh_params p;
+	struct ssh_conn *via;
+	void (*changed)(void *ctx);
+	void *ctx;
+	char name[300]; /* user@host:port, for messages */
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	int wake; /* eventfd */
+	bool stop;
+	struct ssh_req *pending; /* submitted, not taken by the thread */
+	/* Below: the thread's own, but for the status fields (lock). */
+	struct ssh_req *active;
+	LIBSSH2_SESSION *s;
+	LIBSSH2_SFTP *sftp;
+	int sock;
+	bool up, tried, idle_data, broken;
+	char why[SSH_ERR_MAX];
+	int64_t since_ns;
+	unsigned gen;
+	int64_t keepalive_ns;
+	struct ssh_tunnel *tunnels;
+};
+
+static pthread_once_t ssh_once = PTHREAD_ONCE_INIT;
+static int ssh_init_rc;
+/* cclfs's own known-hosts file is rewritten whole: one writer at a time. */
+static pthread_mutex_t ssh_hosts_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void ssh_global_init(void)
+{
+	ssh_init_rc = libssh2_init(0);
+}
+
+int64_t ssh_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t ssh_wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int ssh_quote(const char *s, char *out, size_t outlen)
+{
+	size_t o = 0;
+
+	if (outlen < 3)
+		return -1;
+	out[o++] = '\'';
+	for (; *s; s++) {
+		if (*s == '\'') {
+			if (o + 5 >= outlen)
+				return -1;
+			memcpy(out + o, "'\\''", 4);
+			o += 4;
+		} else {
+			if (o + 2 >= outlen)
+				return -1;
+			out[o++] = *s;
+		}
+	}
+	out[o++] = '\'';
+	out[o] = '\0';
+	return 0;
+}
+
+const char *ssh_conn_name(const struct ssh_conn *c)
+{
+	return c->name;
+}
+
+LIBSSH2_SESSION *ssh_conn_session(struct ssh_conn *c)
+{
+	return c->s;
+}
+
+unsigned ssh_conn_generation(struct ssh_conn *c)
+{
+	unsigned g;
+
+	pthread_mutex_lock(&c->lock);
+	g = c->gen;
+	pthread_mutex_unlock(&c->lock);
+	return g;
+}
+
+/* Errors that end the session (rather than one channel). */
+static bool ssh_fatal(int lerr)
+{
+	switch (lerr) {
+	case LIBSSH2_ERROR_SOCKET_NONE:
+	case LIBSSH2_ERROR_BANNER_RECV:
+	case LIBSSH2_ERROR_BANNER_SEND:
+	case LIBSSH2_ERROR_INVALID_MAC:
+	case LIBSSH2_ERROR_KEX_FAILURE:
+	case LIBSSH2_ERROR_SOCKET_SEND:
+	case LIBSSH2_ERROR_TIMEOUT:
+	case LIBSSH2_ERROR_SOCKET_DISCONNECT:
+	case LIBSSH2_ERROR_PROTO:
+	case LIBSSH2_ERROR_SOCKET_TIMEOUT:
+	case LIBSSH2_ERROR_SOCKET_RECV:
+	case LIBSSH2_ERROR_DECRYPT:
+		return true;
+	default:
+		return false;
+	}
+}
+
+int ssh_conn_fail(struct ssh_conn *c, struct ssh_req *r, const char *what)
+{
+	char *msg = NULL;
+	int lerr = libssh2_session_last_error(c->s, &msg, NULL, 0);
+
+	if (lerr == LIBSSH2_ERROR_EAGAIN)
+		return -EAGAIN;
+	snprintf(r->err, sizeof(r->err), "%s on %s: %s", what, c->name,
+		 msg && *msg ? msg : "unknown error");
+	if (ssh_fatal(lerr)) {
+		c->broken = true;
+		return -ECONNRESET;
+	}
+	return -EIO;
+}
+
+/* --- connecting --- */
+
+static int ssh_tcp_connect(struct ssh_conn *c, char *err, size_t errlen)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_NUMERICSERV};
+	struct addrinfo *res = NULL, *ai;
+	char port[16];
+	int rc, fd = -1, saved = ECONNREFUSED;
+
+	snprintf(port, sizeof(port), "%d", c->p.port);
+	rc = getaddrinfo(c->p.host, port, &hints, &res);
+	if (rc) {
+		snprintf(err, errlen, "cannot resolve %s: %s", c->p.host,
+			 gai_strerror(rc));
+		return -EHOSTUNREACH;
+	}
+	for (ai = res; ai; ai = ai->ai_next) {
+		struct pollfd pfd;
+		int one = 1, soerr = 0;
+		socklen_t sl = sizeof(soerr);
+
+		fd = socket(ai->ai_family,
+			    ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			    ai->ai_protocol);
+		if (fd < 0) {
+			saved = errno;
+			continue;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+			break;
+		if (errno != EINPROGRESS) {
+			saved = errno;
+			close(fd);
+			fd = -1;
+			continue;
+		}
+		pfd.fd = fd;
+		pfd.events = POLLOUT;
+		rc = poll(&pfd, 1, c->p.connect_timeout_ms);
+		if (rc == 0) {
+			saved = ETIMEDOUT;
+		} else if (rc > 0 &&
+			   getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) ==
+				   0 &&
+			   soerr == 0) {
+			break;
+		} else {
+			saved = soerr ? soerr : errno;
+		}
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot connect to %s port %d: %s",
+			 c->p.host, c->p.port, strerror(saved));
+		return -saved;
+	}
+	return fd;
+}
+
+struct ssh_tunnel_req {
+	struct ssh_req r;
+	const char *host;
+	int port;
+	int fd; /* out: the other end */
+};
+
+static int ssh_tunnel_step(struct ssh_conn *c, struct ssh_req *r)
+{
+	struct ssh_tunnel_req *t = (struct ssh_tunnel_req *)r;
+	struct ssh_tunnel *tn;
+	LIBSSH2_CHANNEL *ch;
+	int sv[2];
+
+	ch = libssh2_channel_direct_tcpip_ex(c->s, t->host, t->port,
+					     "127.0.0.1", 22);
+	if (!ch) {
+		int rc = ssh_conn_fail(c, r, "opening a channel");
+
+		if (rc != -EAGAIN) {
+			snprintf(r->err, sizeof(r->err),
+				 "%s cannot reach %s port %d", c->name, t->host,
+				 t->port);
+			if (rc == -EIO)
+				rc = -EHOSTUNREACH;
+		}
+		return rc;
+	}
+	r->progress = true;
+	tn = calloc(1, sizeof(*tn));
+	if (!tn ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+		       sv)) {
+		free(tn);
+		libssh2_channel_free(ch);
+		snprintf(r->err, sizeof(r->err), "out of resources");
+		return -ENOMEM;
+	}
+	tn->ch = ch;
+	tn->fd = sv[0];
+	tn->next = c->tunnels;
+	c->tunnels = tn;
+	t->fd = sv[1];
+	return 0;
+}
+
+static void ssh_tunnel_lost(struct ssh_req *r)
+{
+	(void)r;
+}
+
+/* Move what can move between a tunnel's channel and its socket. */
+static void ssh_tunnel_pump(struct ssh_tunnel *t, bool *progress)
+{
+	ssize_t n;
+
+	if (t->closing)
+		return;
+	if (t->to_fd_len == t->to_fd_off && !t->ch_eof) {
+		n = libssh2_channel_read(t->ch, t->to_fd, sizeof(t->to_fd));
+		if (n > 0) {
+			t->to_fd_len = (size_t)n;
+			t->to_fd_off = 0;
+			*progress = true;
+		} else if (n == 0 || (n != LIBSSH2_ERROR_EAGAIN)) {
+			if (n < 0 || libssh2_channel_eof(t->ch)) {
+				t->ch_eof = true;
+				shutdown(t->fd, SHUT_WR);
+				*progress = true;
+			}
+		}
+	}
+	while (t->to_fd_off < t->to_fd_len) {
+		n = write(t->fd, t->to_fd + t->to_fd_off,
+			  t->to_fd_len - t->to_fd_off);
+		if (n <= 0) {
+			if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				t->fd_eof = t->ch_eof = true;
+				t->to_fd_off = t->to_fd_len;
+			}
+			break;
+		}
+		t->to_fd_off += (size_t)n;
+		*progress = true;
+	}
+	if (t->to_ch_len == t->to_ch_off && !t->fd_eof) {
+		n = read(t->fd, t->to_ch, sizeof(t->to_ch));
+		if (n > 0) {
+			t->to_ch_len = (size_t)n;
+			t->to_ch_off = 0;
+			*progress = true;
+		} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+			t->fd_eof = true;
+			libssh2_channel_send_eof(t->ch);
+			*progress = true;
+		}
+	}
+	while (t->to_ch_off < t->to_ch_len) {
+		n = libssh2_channel_write(t->ch, t->to_ch + t->to_ch_off,
+					  t->to_ch_len - t->to_ch_off);
+		if (n <= 0) {
+			if (n < 0 && n != LIBSSH2_ERROR_EAGAIN) {
+				t->fd_eof = t->ch_eof = true;
+				t->to_ch_off = t->to_ch_len;
+			}
+			break;
+		}
+		t->to_ch_off += (size_t)n;
+		*progress = true;
+	}
+	if (t->fd_eof && t->ch_eof && t->to_fd_off == t->to_fd_len &&
+	    t->to_ch_off == t->to_ch_len)
+		t->closing = true;
+}
+
+/* Free the tunnels that are done (or all, when the session is gone). */
+static void ssh_tunnels_reap(struct ssh_conn *c, bool all)
+{
+	struct ssh_tunnel **pp = &c->tunnels;
+
+	while (*pp) {
+		struct ssh_tunnel *t = *pp;
+
+		if (!all && !t->closing) {
+			pp = &t->next;
+			continue;
+		}
+		if (!all &&
+		    libssh2_channel_free(t->ch) == LIBSSH2_ERROR_EAGAIN) {
+			pp = &t->next;
+			continue;
+		}
+		close(t->fd);
+		*pp = t->next;
+		free(t);
+	}
+}
+
+/* The key-type bits of a host key for the knownhost API. */
+static int ssh_key_bits(int type)
+{
+	switch (type) {
+	case LIBSSH2_HOSTKEY_TYPE_RSA:
+		return LIBSSH2_KNOWNHOST_KEY_SSHRSA;
+	case LIBSSH2_HOSTKEY_TYPE_DSS:
+		return LIBSSH2_KNOWNHOST_KEY_SSHDSS;
+	case LIBSSH2_HOSTKEY_TYPE_ECDSA_256:
+		return LIBSSH2_KNOWNHOST_KEY_ECDSA_256;
+	case LIBSSH2_HOSTKEY_TYPE_ECDSA_384:
+		return LIBSSH2_KNOWNHOST_KEY_ECDSA_384;
+	case LIBSSH2_HOSTKEY_TYPE_ECDSA_521:
+		return LIBSSH2_KNOWNHOST_KEY_ECDSA_521;
+	case LIBSSH2_HOSTKEY_TYPE_ED25519:
+		return LIBSSH2_KNOWNHOST_KEY_ED25519;
+	default:
+		return LIBSSH2_KNOWNHOST_KEY_UNKNOWN;
+	}
+}
+
+/* Look the key up in one file: MATCH, MISMATCH or NOTFOUND (also when the
+ * file does not exist). */
+static int ssh_known_in(LIBSSH2_SESSION *s, const char *file, const char *host,
+			int port, const char *key, size_t len, int bits)
+{
+	LIBSSH2_KNOWNHOSTS *kh;
+	int rc = LIBSSH2_KNOWNHOST_CHECK_NOTFOUND;
+
+	if (!file || !*file || access(file, R_OK) != 0)
+		return rc;
+	kh = libssh2_knownhost_init(s);
+	if (!kh)
+		return rc;
+	if (libssh2_knownhost_readfile(kh, file,
+				       LIBSSH2_KNOWNHOST_FILE_OPENSSH) >= 0 ||
+	    1)
+		rc = libssh2_knownhost_checkp(
+			kh, host, port, key, len,
+			LIBSSH2_KNOWNHOST_TYPE_PLAIN |
+				LIBSSH2_KNOWNHOST_KEYENC_RAW | bits,
+			NULL);
+	libssh2_knownhost_free(kh);
+	return rc;
+}
+
+static int ssh_record_key(struct ssh_conn *c, const char *key, size_t len,
+			  int bits, char *err, size_t errlen)
+{
+	LIBSSH2_KNOWNHOSTS *kh;
+	char name[300];
+	int rc = 0;
+
+	if (c->p.port == 22)
+		snprintf(name, sizeof(name), "%s", c->p.host);
+	else
+		snprintf(name, sizeof(name), "[%s]:%d", c->p.host, c->p.port);
+	pthread_mutex_lock(&ssh_hosts_lock);
+	kh = libssh2_knownhost_init(c->s);
+	if (!kh) {
+		rc = -ENOMEM;
+	} else {
+		if (access(c->p.own_hosts, R_OK) == 0)
+			libssh2_knownhost_readfile(
+				kh, c->p.own_hosts,
+				LIBSSH2_KNOWNHOST_FILE_OPENSSH);
+		if (libssh2_knownhost_addc(
+			    kh, name, NULL, key, len, NULL, 0,
+			    LIBSSH2_KNOWNHOST_TYPE_PLAIN |
+				    LIBSSH2_KNOWNHOST_KEYENC_RAW | bits,
+			    NULL) ||
+		    libssh2_knownhost_writefile(kh, c->p.own_hosts,
+						LIBSSH2_KNOWNHOST_FILE_OPENSSH))
+			rc = -EIO;
+		libssh2_knownhost_free(kh);
+	}
+	pthread_mutex_unlock(&ssh_hosts_lock);
+	if (rc)
+		snprintf(err, errlen,
+			 "cannot record the host key of %s in %.300s", c->name,
+			 c->p.own_hosts);
+	return rc;
+}
+
+static void ssh_fingerprint(LIBSSH2_SESSION *s, char *out, size_t outlen)
+{
+	static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				  "abcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *h = (const unsigned char *)libssh2_hostkey_hash(
+		s, LIBSSH2_HOSTKEY_HASH_SHA256);
+	size_t o;
+
+	o = (size_t)snprintf(out, outlen, "SHA256:");
+	if (!h || o >= outlen)
+		return;
+	/* 32 bytes, unpadded, as ssh-keygen -l prints it. */
+	for (size_t i = 0; i < 32 && o + 5 < outlen; i += 3) {
+		unsigned v = (unsigned)h[i] << 16;
+		size_t k = 32 - i;
+
+		if (k > 1)
+			v |= (unsigned)h[i + 1] << 8;
+		if (k > 2)
+			v |= h[i + 2];
+		out[o++] = b64[(v >> 18) & 63];
+		out[o++] = b64[(v >> 12) & 63];
+		if (k > 1)
+			out[o++] = b64[(v >> 6) & 63];
+		if (k > 2)
+			out[o++] = b64[v & 63];
+	}
+	out[o] = '\0';
+}
+
+static int ssh_check_host_key(struct ssh_conn *c, char *err, size_t errlen)
+{
+	char home_hosts[PATH_MAX], fp[64];
+	const char *home = getenv("HOME");
+	const char *files[3];
+	size_t len = 0;
+	int type = 0, bits, found = 0;
+	const char *key = libssh2_session_hostkey(c->s, &len, &type);
+
+	if (!key) {
+		snprintf(err, errlen, "%s sent no host key", c->name);
+		return -EIO;
+	}
+	bits = ssh_key_bits(type);
+	snprintf(home_hosts, sizeof(home_hosts), "%s/.ssh/known_hosts",
+		 home ? home : "");
+	files[0] = home ? home_hosts : NULL;
+	files[1] = c->p.known_hosts;
+	files[2] = c->p.own_hosts;
+	ssh_fingerprint(c->s, fp, sizeof(fp));
+	for (size_t i = 0; i < 3; i++) {
+		int rc = ssh_known_in(c->s, files[i], c->p.host, c->p.port, key,
+				      len, bits);
+
+		if (rc == LIBSSH2_KNOWNHOST_CHECK_MATCH)
+			return 0;
+		if (rc == LIBSSH2_KNOWNHOST_CHECK_MISMATCH && !found)
+			found = (int)i + 1;
+	}
+	if (found) {
+		snprintf(err, errlen,
+			 "the host key of %.100s port %d (%s) is not the one "
+			 "recorded in %s: refusing to connect; if the machine "
+			 "was really replaced, remove its old key from that "
+			 "file",
+			 c->p.host, c->p.port, fp, files[found - 1]);
+		return -EIO;
+	}
+	if (c->p.record_new)
+		return ssh_record_key(c, key, len, bits, err, errlen);
+	snprintf(err, errlen,
+		 "the host key of %.100s port %d (%s) is unknown: it is in "
+		 "neither %.150s%s%.150s nor %.150s; check it and add it "
+		 "(ssh-keyscan -p %d %.100s >> ~/.ssh/known_hosts)",
+		 c->p.host, c->p.port, fp, home_hosts,
+		 *c->p.known_hosts ? ", " : "", c->p.known_hosts,
+		 c->p.own_hosts, c->p.port, c->p.host);
+	return -EIO;
+}
+
+static int ssh_auth(struct ssh_conn *c, char *err, size_t errlen)
+{
+	static const char *const defaults[] = {"id_ed25519", "id_ecdsa",
+					       "id_rsa"};
+	const char *sock = getenv("SSH_AUTH_SOCK");
+	const char *home = getenv("HOME");
+	char tried[SSH_ERR_MAX] = "";
+	char *msg = NULL;
+	size_t ulen = strlen(c->p.user);
+
+	if (sock && *sock) {
+		LIBSSH2_AGENT *agent = libssh2_agent_init(c->s);
+		int nkeys = 0;
+
+		if (agent && libssh2_agent_connect(agent) == 0 &&
+		    libssh2_agent_list_identities(agent) == 0) {
+			struct libssh2_agent_publickey *id = NULL, *prev = NULL;
+
+			while (libssh2_agent_get_identity(agent, &id, prev) ==
+			       0) {
+				nkeys++;
+				if (libssh2_agent_userauth(agent, c->p.user,
+							   id) == 0) {
+					libssh2_agent_disconnect(agent);
+					libssh2_agent_free(agent);
+					return 0;
+				}
+				prev = id;
+			}
+		}
+		snprintf(tried, sizeof(tried), "the %d keys of ssh-agent",
+			 nkeys);
+		if (agent) {
+			libssh2_agent_disconnect(agent);
+			libssh2_agent_free(agent);
+		}
+	}
+	if (*c->p.keyfile) {
+		if (libssh2_userauth_publickey_fromfile_ex(
+			    c->s, c->p.user, (unsigned)ulen, NULL, c->p.keyfile,
+			    NULL) == 0)
+			return 0;
+		libssh2_session_last_error(c->s, &msg, NULL, 0);
+		snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried),
+			 "%skey file %.200s (%.100s)",
+			 *tried ? " and the " : "the ", c->p.keyfile,
+			 msg ? msg : "refused");
+	} else if (home) {
+		for (size_t i = 0; i < 3; i++) {
+			char path[PATH_MAX];
+
+			snprintf(path, sizeof(path), "%s/.ssh/%s", home,
+				 defaults[i]);
+			if (access(path, R_OK) != 0)
+				continue;
+			if (libssh2_userauth_publickey_fromfile_ex(
+				    c->s, c->p.user, (unsigned)ulen, NULL, path,
+				    NULL) == 0)
+				return 0;
+			snprintf(tried + strlen(tried),
+				 sizeof(tried) - strlen(tried), "%s%.100s",
+				 *tried ? ", " : "", path);
+		}
+	}
+	snprintf(err, errlen,
+		 "%s refused the login as %s (tried %s); set config/user, or "
+		 "a key with config/keyfile or config/sshflags -i FILE",
+		 c->name, c->p.user,
+		 *tried ? tried : "no key: no ssh-agent and no ~/.ssh/id_*");
+	return -EACCES;
+}
+
+/* Connect (blocking, bounded by connect_timeout_ms at each step). */
+static int ssh_connect(struct ssh_conn *c, char *err, size_t errlen)
+{
+	int fd, rc;
+
+	c->tried = true;
+	if (c->via) {
+		struct ssh_tunnel_req t = {
+			.host = c->p.host, .port = c->p.port, .fd = -1};
+
+		t.r.step = ssh_tunnel_step;
+		t.r.lost = ssh_tunnel_lost;
+		t.r.retry_ok = true;
+		t.r.deadline_ns = ssh_now_ns() +
+				  (int64_t)c->p.connect_timeout_ms * 1000000;
+		rc = ssh_submit(c->via, &t.r);
+		if (rc == 0)
+			rc = ssh_wait(c->via, &t.r, NULL, NULL);
+		if (rc) {
+			snprintf(err, errlen, "%s", t.r.err);
+			return rc == -ECONNRESET ? -EHOSTUNREACH : rc;
+		}
+		fd = t.fd;
+	} else {
+		fd = ssh_tcp_connect(c, err, errlen);
+		if (fd < 0)
+			return fd;
+	}
+	c->sock = fd;
+	c->s = libssh2_session_init_ex(NULL, NULL, NULL, c);
+	if (!c->s) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	libssh2_session_set_blocking(c->s, 1);
+	libssh2_session_set_timeout(c->s, c->p.connect_timeout_ms);
+	libssh2_session_method_pref(
+		c->s, LIBSSH2_METHOD_HOSTKEY,
+		"ssh-ed25519,ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,"
+		"ecdsa-sha2-nistp521,rsa-sha2-512,rsa-sha2-256,ssh-rsa");
+	if (libssh2_session_handshake(c->s, fd)) {
+		char *msg = NULL;
+		int lerr = libssh2_session_last_error(c->s, &msg, NULL, 0);
+
+		snprintf(err, errlen, "SSH handshake with %s failed: %s",
+			 c->name, msg ? msg : "?");
+		return lerr == LIBSSH2_ERROR_TIMEOUT ? -ETIMEDOUT
+						     : -ECONNREFUSED;
+	}
+	rc = ssh_check_host_key(c, err, errlen);
+	if (rc == 0)
+		rc = ssh_auth(c, err, errlen);
+	if (rc)
+		return rc;
+	libssh2_session_set_timeout(c->s, 0);
+	libssh2_session_set_blocking(c->s, 0);
+	if (c->p.keepalive_s > 0)
+		libssh2_keepalive_config(c->s, 0, (unsigned)c->p.keepalive_s);
+	c->keepalive_ns = ssh_now_ns() + (int64_t)c->p.keepalive_s * 1000000000;
+	return 0;
+}
+
+/* Drop the session (no I/O can succeed: the socket is shut first). */
+static void ssh_drop(struct ssh_conn *c)
+{
+	if (c->sock >= 0)
+		shutdown(c->sock, SHUT_RDWR);
+	ssh_tunnels_reap(c, true);
+	if (c->s) {
+		libssh2_session_set_blocking(c->s, 1);
+		if (c->sftp)
+			libssh2_sftp_shutdown(c->sftp);
+		libssh2_session_free(c->s);
+	}
+	c->sftp = NULL;
+	c->s = NULL;
+	if (c->sock >= 0)
+		close(c->sock);
+	c->sock = -1;
+	c->broken = false;
+	c->idle_data = false;
+}
+
+static void ssh_set_status(struct ssh_conn *c, bool up, const char *why)
+{
+	bool changed;
+
+	pthread_mutex_lock(&c->lock);
+	changed = c->up != up || strcmp(c->why, why) != 0;
+	c->up = up;
+	snprintf(c->why, sizeof(c->why), "%s", why);
+	if (changed)
+		c->since_ns = ssh_wall_ns();
+	if (!up)
+		c->gen++;
+	pthread_mutex_unlock(&c->lock);
+	if (changed && c->changed)
+		c->changed(c->ctx);
+}
+
+/* --- requests --- */
+
+int ssh_submit(struct ssh_conn *c, struct ssh_req *r)
+{
+	uint64_t one = 1;
+	struct ssh_req **pp;
+
+	r->next = NULL;
+	r->done = false;
+	r->rc = 0;
+	r->state = 0;
+	atomic_store(&r->cancel, 0);
+	pthread_mutex_lock(&c->lock);
+	if (c->stop) {
+		pthread_mutex_unlock(&c->lock);
+		snprintf(r->err, sizeof(r->err), "%s is closing", c->name);
+		return -ESHUTDOWN;
+	}
+	for (pp = &c->pending; *pp; pp = &(*pp)->next)
+		;
+	*pp = r;
+	pthread_mutex_unlock(&c->lock);
+	if (write(c->wake, &one, sizeof(one)) < 0) {
+		/* The counter is saturated: the thread is awake anyway. */
+	}
+	return 0;
+}
+
+int ssh_wait(struct ssh_conn *c, struct ssh_req *r, int (*cancelled)(void *),
+	     void *ctx)
+{
+	pthread_mutex_lock(&c->lock);
+	while (!r->done) {
+		if (!cancelled) {
+			pthread_cond_wait(&c->cv, &c->lock);
+			continue;
+		}
+		{
+			struct timespec until;
+
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_nsec += 20L * 1000000;
+			if (until.tv_nsec >= 1000000000) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&c->cv, &c->lock, &until);
+		}
+		if (!r->done && !atomic_load(&r->cancel) && cancelled(ctx)) {
+			uint64_t one = 1;
+
+			atomic_store(&r->cancel, 1);
+			if (write(c->wake, &one, sizeof(one)) < 0) {
+				/* awake anyway */
+			}
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return r->rc;
+}
+
+static void ssh_complete(struct ssh_conn *c, struct ssh_req *r, int rc)
+{
+	pthread_mutex_lock(&c->lock);
+	r->rc = rc;
+	r->done = true;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Remove r from the active list. */
+static void ssh_unlink(struct ssh_conn *c, struct ssh_req *r)
+{
+	struct ssh_req **pp;
+
+	for (pp = &c->active; *pp; pp = &(*pp)->next)
+		if (*pp == r) {
+			*pp = r->next;
+			return;
+		}
+}
+
+/* The session is gone: requests that sent nothing yet start again on the
+ * next one; the others fail. */
+static void ssh_lose(struct ssh_conn *c, const char *why)
+{
+	struct ssh_req *r = c->active, *keep = NULL, **tail = &keep;
+
+	ssh_drop(c);
+	ssh_set_status(c, false, why);
+	while (r) {
+		struct ssh_req *next = r->next;
+
+		if (r->lost)
+			r->lost(r);
+		if (r->retry_ok && r->state == 0) {
+			r->retry_ok = false; /* once */
+			r->next = NULL;
+			*tail = r;
+			tail = &r->next;
+		} else {
+			snprintf(r->err, sizeof(r->err),
+				 "the connection to %s was lost: %s", c->name,
+				 why);
+			ssh_complete(c, r, -ECONNRESET);
+		}
+		r = next;
+	}
+	c->active = keep;
+}
+
+LIBSSH2_SFTP *ssh_conn_sftp(struct ssh_conn *c, struct ssh_req *r, int *rc)
+{
+	if (c->sftp)
+		return c->sftp;
+	c->sftp = libssh2_sftp_init(c->s);
+	if (!c->sftp)
+		*rc = ssh_conn_fail(c, r, "starting SFTP");
+	else
+		r->progress = true;
+	return c->sftp;
+}
+
+/* --- commands --- */
+
+struct ssh_exec_req {
+	struct ssh_req r;
+	struct ssh_exec *x;
+	LIBSSH2_CHANNEL *ch;
+	int stop_rc; /* -EINTR / -ETIMEDOUT once stopped */
+	size_t errtext_len;
+};
+
+enum {
+	SSH_X_OPEN,
+	SSH_X_EXEC,
+	SSH_X_EOF,
+	SSH_X_READ,
+	SSH_X_CLOSE,
+	SSH_X_WAIT,
+	SSH_X_FREE,
+};
+
+static void ssh_exec_lost(struct ssh_req *r)
+{
+	((struct ssh_exec_req *)r)->ch = NULL; /* freed with the session */
+}
+
+static int ssh_write_all(int fd, const char *buf, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, buf, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		buf += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Read what a stream has; 1 when something came, 0 when nothing, or the
+ * libssh2 error. */
+static int ssh_exec_drain(struct ssh_exec_req *e, int stream)
+{
+	struct ssh_exec *x = e->x;
+	char buf[32768];
+	int got = 0;
+
+	for (;;) {
+		ssize_t n = libssh2_channel_read_ex(e->ch, stream, buf,
+						    sizeof(buf));
+
+		if (n == LIBSSH2_ERROR_EAGAIN || n == 0)
+			return got;
+		if (n < 0)
+			return (int)n;
+		got = 1;
+		if (stream == 0 && x->out_fd >= 0) {
+			ssh_write_all(x->out_fd, buf, (size_t)n);
+		} else if (stream == 1 && x->err_fd >= 0) {
+			ssh_write_all(x->err_fd, buf, (size_t)n);
+		} else if (stream == 1) {
+			size_t room = sizeof(x->errtext) - 1 - e->errtext_len;
+			size_t k = (size_t)n < room ? (size_t)n : room;
+
+			memcpy(x->errtext + e->errtext_len, buf, k);
+			e->errtext_len += k;
+			x->errtext[e->errtext_len] = '\0';
+		}
+	}
+}
+
+static int ssh_signal_number(const char *name)
+{
+	static const struct {
+		const char *name;
+		int sig;
+	} sigs[] = {{"ABRT", SIGABRT}, {"ALRM", SIGALRM}, {"FPE", SIGFPE},
+		    {"HUP", SIGHUP},   {"ILL", SIGILL},	  {"INT", SIGINT},
+		    {"KILL", SIGKILL}, {"PIPE", SIGPIPE}, {"QUIT", SIGQUIT},
+		    {"SEGV", SIGSEGV}, {"TERM", SIGTERM}, {"USR1", SIGUSR1},
+		    {"USR2", SIGUSR2}, {"BUS", SIGBUS}};
+
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (name && strcmp(name, sigs[i].name) == 0)
+			return sigs[i].sig;
+	return SIGTERM;
+}
+
+static int ssh_exec_step(struct ssh_conn *c, struct ssh_req *r)
+{
+	struct ssh_exec_req *e = (struct ssh_exec_req *)r;
+	int rc;
+
+	if (r->state >= SSH_X_EXEC && r->state <= SSH_X_READ && !e->stop_rc) {
+		if (atomic_load(&r->cancel)) {
+			e->stop_rc = -EINTR;
+			snprintf(r->err, sizeof(r->err), "interrupted");
+		} else if (r->deadline_ns && ssh_now_ns() > r->deadline_ns) {
+			e->stop_rc = -ETIMEDOUT;
+			snprintf(r->err, sizeof(r->err),
+				 "the command did not finish within %d s on "
+				 "%s",
+				 (e->x->timeout_ms + 999) / 1000, c->name);
+		}
+		if (e->stop_rc) {
+			r->state = SSH_X_CLOSE;
+			r->progress = true;
+		}
+	}
+	switch (r->state) {
+	case SSH_X_OPEN:
+		e->ch = libssh2_channel_open_session(c->s);
+		if (!e->ch)
+			return ssh_conn_fail(c, r, "opening a channel");
+		r->progress = true;
+		r->state = SSH_X_EXEC;
+		/* fall through */
+	case SSH_X_EXEC:
+		rc = libssh2_channel_exec(e->ch, e->x->command);
+		if (rc == LIBSSH2_ERROR_EAGAIN)
+			return -EAGAIN;
+		if (rc) {
+			rc = ssh_conn_fail(c, r, "starting a command");
+			e->stop_rc = rc;
+			r->state = SSH_X_FREE;
+			return -EAGAIN;
+		}
+		r->progress = true;
+		r->state = SSH_X_EOF;
+		/* fall through */
+	case SSH_X_EOF:
+		rc = libssh2_channel_send_eof(e->ch);
+		if (rc == LIBSSH2_ERROR_EAGAIN)
+			return -EAGAIN;
+		r->state = SSH_X_READ;
+		/* fall through */
+	case SSH_X_READ: {
+		int a = ssh_exec_drain(e, 0);
+		int b = ssh_exec_drain(e, 1);
+
+		if (a < 0 || b < 0) {
+			e->stop_rc = ssh_conn_fail(c, r, "reading output");
+			if (e->stop_rc == -EAGAIN)
+				e->stop_rc = -EIO;
+			return e->stop_rc;
+		}
+		if (a || b)
+			r->progress = true;
+		if (!libssh2_channel_eof(e->ch))
+			return -EAGAIN;
+		r->state = SSH_X_CLOSE;
+	}
+		/* fall through */
+	case SSH_X_CLOSE:
+		rc = libssh2_channel_close(e->ch);
+		if (rc == LIBSSH2_ERROR_EAGAIN)
+			return -EAGAIN;
+		r->state = SSH_X_WAIT;
+		/* fall through */
+	case SSH_X_WAIT:
+		rc = libssh2_channel_wait_closed(e->ch);
+		if (rc == LIBSSH2_ERROR_EAGAIN) {
+			/* Output after our close is still drained. */
+			if (ssh_exec_drain(e, 0) > 0 ||
+			    ssh_exec_drain(e, 1) > 0)
+				r->progress = true;
+			return -EAGAIN;
+		}
+		if (!e->stop_rc) {
+			char *sig = NULL;
+
+			e->x->exit_status =
+				libssh2_channel_get_exit_status(e->ch);
+			if (libssh2_channel_get_exit_signal(e->ch, &sig, NULL,
+							    NULL, NULL, NULL,
+							    NULL) == 0 &&
+			    sig) {
+				e->x->exit_status =
+					128 + ssh_signal_number(sig);
+				libssh2_free(c->s, sig);
+			}
+		}
+		r->state = SSH_X_FREE;
+		/* fall through */
+	case SSH_X_FREE:
+		if (e->ch &&
+		    libssh2_channel_free(e->ch) == LIBSSH2_ERROR_EAGAIN)
+			return -EAGAIN;
+		e->ch = NULL;
+		r->progress = true;
+		return e->stop_rc;
+	default:
+		return -EINVAL;
+	}
+}
+
+int ssh_exec_start(struct ssh_conn *c, struct ssh_exec *x, char *err,
+		   size_t errlen)
+{
+	struct ssh_exec_req *e = calloc(1, sizeof(*e));
+	int rc;
+
+	if (!e) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	x->exit_status = -1;
+	x->errtext[0] = '\0';
+	e->x = x;
+	e->r.step = ssh_exec_step;
+	e->r.lost = ssh_exec_lost;
+	e->r.retry_ok = true;
+	if (x->timeout_ms > 0)
+		e->r.deadline_ns =
+			ssh_now_ns() + (int64_t)x->timeout_ms * 1000000;
+	rc = ssh_submit(c, &e->r);
+	if (rc) {
+		snprintf(err, errlen, "%s", e->r.err);
+		free(e);
+		return rc;
+	}
+	x->req = e;
+	return 0;
+}
+
+int ssh_exec_wait(struct ssh_conn *c, struct ssh_exec *x,
+		  int (*cancelled)(void *), void *ctx, char *err, size_t errlen)
+{
+	struct ssh_exec_req *e = x->req;
+	int rc;
+
+	if (!e)
+		return -EINVAL;
+	rc = ssh_wait(c, &e->r, cancelled, ctx);
+	if (rc)
+		snprintf(err, errlen, "%s", e->r.err);
+	free(e);
+	x->req = NULL;
+	return rc;
+}
+
+int ssh_exec(struct ssh_conn *c, struct ssh_exec *x, int (*cancelled)(void *),
+	     void *ctx, char *err, size_t errlen)
+{
+	int rc = ssh_exec_start(c, x, err, errlen);
+
+	return rc ? rc : ssh_exec_wait(c, x, cancelled, ctx, err, errlen);
+}
+
+/* --- the connection's thread --- */
+
+static void ssh_take_pending(struct ssh_conn *c)
+{
+	struct ssh_req **tail = &c->active;
+	uint64_t v;
+
+	if (read(c->wake, &v, sizeof(v)) < 0) {
+		/* nothing was signalled */
+	}
+	while (*tail)
+		tail = &(*tail)->next;
+	pthread_mutex_lock(&c->lock);
+	*tail = c->pending;
+	c->pending = NULL;
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void ssh_fail_all(struct ssh_conn *c, int rc, const char *why)
+{
+	while (c->active) {
+		struct ssh_req *r = c->active;
+
+		c->active = r->next;
+		snprintf(r->err, sizeof(r->err), "%s", why);
+		ssh_complete(c, r, rc);
+	}
+}
+
+/* Run every request and tunnel once; true when anything moved. */
+static bool ssh_round(struct ssh_conn *c)
+{
+	bool moved = false;
+	struct ssh_req *r = c->active;
+
+	while (r && !c->broken) {
+		struct ssh_req *next = r->next;
+		int rc;
+
+		r->progress = false;
+		rc = r->step(c, r);
+		if (r->progress)
+			moved = true;
+		if (rc != -EAGAIN && !(rc == -ECONNRESET && c->broken)) {
+			ssh_unlink(c, r);
+			ssh_complete(c, r, rc);
+			moved = true;
+		} else if (rc == -ECONNRESET) {
+			break;
+		}
+		r = next;
+	}
+	for (struct ssh_tunnel *t = c->tunnels; t && !c->broken; t = t->next)
+		ssh_tunnel_pump(t, &moved);
+	ssh_tunnels_reap(c, false);
+	return moved;
+}
+
+static void *ssh_thread(void *arg)
+{
+	struct ssh_conn *c = arg;
+
+	for (;;) {
+		struct pollfd pfd[64];
+		struct ssh_tunnel *tmap[64];
+		size_t n = 0;
+		int64_t now, wait_ns = 30LL * 1000000000;
+		char err[SSH_ERR_MAX];
+		bool stop;
+
+		pthread_mutex_lock(&c->lock);
+		stop = c->stop;
+		pthread_mutex_unlock(&c->lock);
+		if (stop)
+			break;
+		ssh_take_pending(c);
+		if (c->active && !c->s) {
+			int rc = ssh_connect(c, err, sizeof(err));
+
+			if (rc) {
+				ssh_drop(c);
+				ssh_set_status(c, false, err);
+				ssh_fail_all(c, rc, err);
+				continue;
+			}
+			ssh_set_status(c, true, "");
+		}
+		if (c->s) {
+			/* Run until nothing moves, then wait for the socket. */
+			for (int i = 0; i < 1000 && ssh_round(c); i++)
+				if (c->broken)
+					break;
+			if (c->broken) {
+				ssh_lose(c, c->active ? c->active->err
+						      : "connection reset");
+				continue;
+			}
+		}
+		now = ssh_now_ns();
+		if (c->s && c->p.keepalive_s > 0 && now >= c->keepalive_ns) {
+			int next = c->p.keepalive_s;
+
+			if (libssh2_keepalive_send(c->s, &next) != 0 &&
+			    libssh2_session_last_errno(c->s) !=
+				    LIBSSH2_ERROR_EAGAIN) {
+				ssh_lose(c, "no answer to keepalives");
+				continue;
+			}
+			c->keepalive_ns = now + (int64_t)(next > 0 ? next : 1) *
+							1000000000;
+		}
+		pfd[n].fd = c->wake;
+		pfd[n++].events = POLLIN;
+		if (c->s) {
+			int dir = libssh2_session_block_directions(c->s);
+			bool idle = !c->active && !c->tunnels;
+
+			pfd[n].fd = c->sock;
+			pfd[n].events = 0;
+			if (!(idle && c->idle_data))
+				pfd[n].events |= POLLIN;
+			if (dir & LIBSSH2_SESSION_BLOCK_OUTBOUND)
+				pfd[n].events |= POLLOUT;
+			n++;
+			if (c->p.keepalive_s > 0 &&
+			    c->keepalive_ns - now < wait_ns)
+				wait_ns = c->keepalive_ns - now;
+		}
+		for (struct ssh_tunnel *t = c->tunnels; t && n < 64;
+		     t = t->next) {
+			pfd[n].fd = t->fd;
+			pfd[n].events = 0;
+			if (!t->fd_eof && t->to_ch_off == t->to_ch_len)
+				pfd[n].events |= POLLIN;
+			if (t->to_fd_off < t->to_fd_len)
+				pfd[n].events |= POLLOUT;
+			tmap[n++] = t;
+		}
+		for (struct ssh_req *r = c->active; r; r = r->next)
+			if (r->deadline_ns && r->deadline_ns - now < wait_ns)
+				wait_ns = r->deadline_ns - now;
+		if (c->tunnels && n >= 64)
+			wait_ns = 10000000; /* more tunnels than slots */
+		if (wait_ns < 0)
+			wait_ns = 0;
+		(void)tmap;
+		if (poll(pfd, n, (int)(wait_ns / 1000000) + 1) > 0 && c->s &&
+		    !c->active && !c->tunnels && (pfd[1].revents & POLLIN)) {
+			/* Idle, and the socket speaks: closed, or news. */
+			char b;
+			ssize_t k = recv(c->sock, &b, 1, MSG_PEEK);
+
+			if (k == 0 || (k < 0 && errno != EAGAIN))
+				ssh_lose(c, "the connection was closed");
+			else
+				c->idle_data = true;
+		}
+		if (c->s && (pfd[1].revents & (POLLERR | POLLHUP)) &&
+		    !c->active && !c->tunnels)
+			ssh_lose(c, "the connection was closed");
+	}
+	ssh_drop(c);
+	ssh_fail_all(c, -ESHUTDOWN, "the connection is closing");
+	return NULL;
+}
+
+struct ssh_conn *ssh_conn_new(const struct ssh_params *p, struct ssh_conn *via,
+			      void (*changed)(void *ctx), void *ctx)
+{
+	struct ssh_conn *c;
+
+	pthread_once(&ssh_once, ssh_global_init);
+	if (ssh_init_rc)
+		return NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->p = *p;
+	c->via = via;
+	c->changed = changed;
+	c->ctx = ctx;
+	c->sock = -1;
+	snprintf(c->name, sizeof(c->name), "%.63s@%.200s port %d", p->user,
+		 p->host, p->port);
+	c->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cv, NULL);
+	if (c->wake < 0 || pthread_create(&c->thread, NULL, ssh_thread, c)) {
+		if (c->wake >= 0)
+			close(c->wake);
+		pthread_mutex_destroy(&c->lock);
+		pthread_cond_destroy(&c->cv);
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void ssh_conn_free(struct ssh_conn *c)
+{
+	uint64_t one = 1;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->stop = true;
+	pthread_mutex_unlock(&c->lock);
+	if (write(c->wake, &one, sizeof(one)) < 0) {
+		/* awake anyway */
+	}
+	pthread_join(c->thread, NULL);
+	/* Requests queued after the thread's last look fail too. */
+	ssh_take_pending(c);
+	ssh_fail_all(c, -ESHUTDOWN, "the connection is closing");
+	close(c->wake);
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->cv);
+	free(c);
+}
+
+void ssh_conn_status(struct ssh_conn *c, char *buf, size_t len,
+		     int64_t *since_ns)
+{
+	pthread_mutex_lock(&c->lock);
+	if (c->up)
+		snprintf(buf, len, "reachable");
+	else if (!c->since_ns)
+		snprintf(buf, len, "not connected yet");
+	else
+		snprintf(buf, len, "unreachable: %s", c->why);
+	if (since_ns)
+		*since_ns = c->since_ns;
+	pthread_mutex_unlock(&c->lock);
+}

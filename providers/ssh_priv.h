@@ -1,0 +1,48 @@
+/* The SSH transport's inside, shared by ssh.c (sessions, commands,
+ * tunnels) and ssh_sftp.c (file operations): requests that a connection's
+ * thread carries out step by step on its non-blocking session. */
+#ifndef CCLFS_PROVIDERS_SSH_PRIV_H
+#define CCLFS_PROVIDERS_SSH_PRIV_H
+
+#include "providers/ssh.h"
+
+#include <libssh2.h>
+#include <libssh2_sftp.h>
+#include <stdatomic.h>
+
+struct ssh_req {
+	struct ssh_req *next;
+	/* Called on the connection's thread with the session up: 0 when
+	 * done, -EAGAIN to be called again, or -errno (err filled). Sets
+	 * progress when it moved anything. */
+	int (*step)(struct ssh_conn *c, struct ssh_req *r);
+	/* The session is gone: forget its libssh2 objects (no I/O). */
+	void (*lost)(struct ssh_req *r);
+	int state;
+	bool retry_ok; /* nothing reached the node yet: may run again */
+	bool progress;
+	atomic_int cancel;   /* set by the waiter: stop, -EINTR */
+	int64_t deadline_ns; /* 0: none */
+	int rc;
+	bool done;
+	char err[SSH_ERR_MAX];
+};
+
+/* On the connection's thread: the session, and its SFTP channel (NULL
+ * with *rc = -EAGAIN while it opens, or another -errno). */
+LIBSSH2_SESSION *ssh_conn_session(struct ssh_conn *c);
+LIBSSH2_SFTP *ssh_conn_sftp(struct ssh_conn *c, struct ssh_req *r, int *rc);
+/* Which session a handle belongs to (bumped at every new session). */
+unsigned ssh_conn_generation(struct ssh_conn *c);
+/* The -errno of the session's last error, and its text in r->err. */
+int ssh_conn_fail(struct ssh_conn *c, struct ssh_req *r, const char *what);
+const char *ssh_conn_name(const struct ssh_conn *c);
+
+/* Queue a request, and wait for it (polling `cancelled` every 20 ms). */
+int ssh_submit(struct ssh_conn *c, struct ssh_req *r);
+int ssh_wait(struct ssh_conn *c, struct ssh_req *r, int (*cancelled)(void *),
+	     void *ctx);
+
+int64_t ssh_now_ns(void);
+
+#endif

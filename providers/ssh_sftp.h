@@ -1,0 +1,46 @@
+/* Files over SFTP on a node's persistent SSH session: each call is a
+ * request that the connection's thread carries out, so file operations
+ * and commands share one session without blocking one another. */
+#ifndef CCLFS_PROVIDERS_SSH_SFTP_H
+#define CCLFS_PROVIDERS_SSH_SFTP_H
+
+#include "providers/ssh.h"
+
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+
+struct ssh_file;
+
+/* Every call returns 0 (or a byte count) or -errno. Paths are the
+ * server's: relative ones start at the login directory. Owners are shown
+ * as the caller's (as sshfs -o idmap=user). */
+int ssh_sftp_stat(struct ssh_conn *c, const char *path, struct stat *st);
+int ssh_sftp_readdir(struct ssh_conn *c, const char *path,
+		     int (*fn)(void *ctx, const char *name,
+			       const struct stat *st),
+		     void *ctx);
+int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
+		  struct ssh_file **out);
+int ssh_sftp_read(struct ssh_file *f, char *buf, size_t size, off_t off);
+int ssh_sftp_write(struct ssh_file *f, const char *buf, size_t size, off_t off);
+int ssh_sftp_fsync(struct ssh_file *f);
+int ssh_sftp_fstat(struct ssh_file *f, struct stat *st);
+int ssh_sftp_fsetsize(struct ssh_file *f, off_t size);
+int ssh_sftp_close(struct ssh_file *f);
+int ssh_sftp_setsize(struct ssh_conn *c, const char *path, off_t size);
+int ssh_sftp_mkdir(struct ssh_conn *c, const char *path, mode_t mode);
+int ssh_sftp_unlink(struct ssh_conn *c, const char *path);
+int ssh_sftp_rmdir(struct ssh_conn *c, const char *path);
+/* RENAME_NOREPLACE is honoured; otherwise an existing target is
+ * replaced. */
+int ssh_sftp_rename(struct ssh_conn *c, const char *from, const char *to,
+		    unsigned int flags);
+int ssh_sftp_chmod(struct ssh_conn *c, const char *path, mode_t mode);
+int ssh_sftp_utimens(struct ssh_conn *c, const char *path,
+		     const struct timespec tv[2]);
+int ssh_sftp_readlink(struct ssh_conn *c, const char *path, char *buf,
+		      size_t size);
+
+#endif
