@@ -54,14 +54,14 @@ enum cluster_op {
 };
 
 struct cluster_node {
+	int64_t since_ns;
+	int64_t exec_ns;
 	struct provider_node pn;
 	char name[16]; /* "0", "1", ..., "manager" */
 	char provider[16];
 	char instance_type[64];
-	char state[16]; /* creating running stopped terminated failed */
-	int64_t since_ns;
+	char state[16];	 /* creating running stopped terminated failed */
 	int exit_status; /* of the last exec; -1: none */
-	int64_t exec_ns;
 };
 
 struct cluster {
@@ -534,6 +534,7 @@ static void cluster_job_nodes(struct model *m, struct cluster *c,
 		pn = c->nodes[i].pn;
 		p = cluster_provider(m, &c->nodes[i]);
 		pthread_mutex_unlock(&m->lock);
+		err[0] = '\0';
 		if (!p)
 			rc = -ENOSYS;
 		else if (op == CLUSTER_OP_STOP)
@@ -556,6 +557,10 @@ static void cluster_job_nodes(struct model *m, struct cluster *c,
 			cluster_fail(m, c, "", -EIO, why);
 			return;
 		}
+		/* Done, with something worth knowing (e.g. a terminated node
+		 * whose host could not be reached to clean up). */
+		if (err[0])
+			cluster_log(m, c, "node %s: %s", c->nodes[i].name, err);
 		/* What was done to the node is a fact whatever the state is
 		 * now; the count belongs to this transition only. */
 		snprintf(c->nodes[i].state, sizeof(c->nodes[i].state), "%s",
@@ -2016,7 +2021,12 @@ int model_exec(struct model *m, const char *handle, const char *node,
 								xs[i].name,
 								xs[i].status);
 		}
-		rc = cluster_fail(m, c, relpath, -EIO, why);
+		/* A command stopped by its time limit says so; a node that
+		 * failed or could not be reached is an I/O error. */
+		rc = cluster_fail(m, c, relpath,
+				  node && xs[0].rc == -ETIMEDOUT ? -ETIMEDOUT
+								 : -EIO,
+				  why);
 	} else if (c) {
 		cluster_clear_error(m, c);
 	}

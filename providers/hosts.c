@@ -475,15 +475,16 @@ static int hosts_terminate(struct provider *p, const struct provider_node *node,
 		rc = hosts_simple(nd, cmd, err, errlen);
 	}
 	if (rc) {
+		/* The host is freed all the same: what cclfs started there
+		 * cannot run on if the host is unreachable; the log tells
+		 * what was left undone. */
 		char why[SSH_ERR_MAX];
 
 		snprintf(why, sizeof(why), "%s", err);
 		snprintf(err, errlen,
-			 "host %s: %s; terminate again when it is back",
-			 node->instance_id, why);
-		if (nd)
-			hosts_put(nd);
-		return rc;
+			 "host %s was freed without cleaning up its working "
+			 "directory %s: %s",
+			 node->instance_id, node->workdir, why);
 	}
 	pthread_mutex_lock(&hp->lock);
 	hp->held[h][0] = '\0';

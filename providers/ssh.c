@@ -33,6 +33,15 @@ struct ssh_tunnel {
 	bool ch_eof, fd_eof, closing;
 };
 
+/* A stopped command's channel: sshd closes it once the command is gone,
+ * which the waiter does not wait for. Closed and freed in the
+ * background. */
+struct ssh_zombie {
+	struct ssh_zombie *next;
+	LIBSSH2_CHANNEL *ch;
+	bool closed;
+};
+
 struct ssh_conn {
 	struct ssh_params p;
 	struct ssh_conn *via;
@@ -56,6 +65,7 @@ struct ssh_conn {
 	unsigned gen;
 	int64_t keepalive_ns;
 	struct ssh_tunnel *tunnels;
+	struct ssh_zombie *zombies;
 };
 
 static pthread_once_t ssh_once = PTHREAD_ONCE_INIT;
@@ -672,6 +682,12 @@ static void ssh_drop(struct ssh_conn *c)
 	if (c->sock >= 0)
 		shutdown(c->sock, SHUT_RDWR);
 	ssh_tunnels_reap(c, true);
+	while (c->zombies) { /* their channels go with the session */
+		struct ssh_zombie *z = c->zombies;
+
+		c->zombies = z->next;
+		free(z);
+	}
 	if (c->s) {
 		libssh2_session_set_blocking(c->s, 1);
 		if (c->sftp)
@@ -933,8 +949,18 @@ static int ssh_exec_step(struct ssh_conn *c, struct ssh_req *r)
 				 (e->x->timeout_ms + 999) / 1000, c->name);
 		}
 		if (e->stop_rc) {
-			r->state = SSH_X_CLOSE;
+			struct ssh_zombie *z = calloc(1, sizeof(*z));
+
 			r->progress = true;
+			if (z && e->ch) {
+				z->ch = e->ch;
+				z->next = c->zombies;
+				c->zombies = z;
+				e->ch = NULL;
+				return e->stop_rc;
+			}
+			free(z);
+			r->state = SSH_X_CLOSE;
 		}
 	}
 	switch (r->state) {
@@ -1106,6 +1132,36 @@ static void ssh_fail_all(struct ssh_conn *c, int rc, const char *why)
 	}
 }
 
+/* Drop what stopped commands still send, and free their channels once
+ * sshd closed them. */
+static void ssh_zombies_reap(struct ssh_conn *c, bool *moved)
+{
+	struct ssh_zombie **pp = &c->zombies;
+	char buf[16384];
+
+	while (*pp) {
+		struct ssh_zombie *z = *pp;
+
+		while (libssh2_channel_read_ex(z->ch, 0, buf, sizeof(buf)) >
+			       0 ||
+		       libssh2_channel_read_ex(z->ch, 1, buf, sizeof(buf)) > 0)
+			*moved = true;
+		if (!z->closed &&
+		    libssh2_channel_close(z->ch) == LIBSSH2_ERROR_EAGAIN) {
+			pp = &z->next;
+			continue;
+		}
+		z->closed = true;
+		if (libssh2_channel_free(z->ch) == LIBSSH2_ERROR_EAGAIN) {
+			pp = &z->next;
+			continue;
+		}
+		*pp = z->next;
+		free(z);
+		*moved = true;
+	}
+}
+
 /* Run every request and tunnel once; true when anything moved. */
 static bool ssh_round(struct ssh_conn *c)
 {
@@ -1129,6 +1185,7 @@ static bool ssh_round(struct ssh_conn *c)
 		}
 		r = next;
 	}
+	ssh_zombies_reap(c, &moved);
 	for (struct ssh_tunnel *t = c->tunnels; t && !c->broken; t = t->next)
 		ssh_tunnel_pump(t, &moved);
 	ssh_tunnels_reap(c, false);
@@ -1192,7 +1249,7 @@ static void *ssh_thread(void *arg)
 		pfd[n++].events = POLLIN;
 		if (c->s) {
 			int dir = libssh2_session_block_directions(c->s);
-			bool idle = !c->active && !c->tunnels;
+			bool idle = !c->active && !c->tunnels && !c->zombies;
 
 			pfd[n].fd = c->sock;
 			pfd[n].events = 0;
@@ -1224,7 +1281,8 @@ static void *ssh_thread(void *arg)
 			wait_ns = 0;
 		(void)tmap;
 		if (poll(pfd, n, (int)(wait_ns / 1000000) + 1) > 0 && c->s &&
-		    !c->active && !c->tunnels && (pfd[1].revents & POLLIN)) {
+		    !c->active && !c->tunnels && !c->zombies &&
+		    (pfd[1].revents & POLLIN)) {
 			/* Idle, and the socket speaks: closed, or news. */
 			char b;
 			ssize_t k = recv(c->sock, &b, 1, MSG_PEEK);
@@ -1235,7 +1293,7 @@ static void *ssh_thread(void *arg)
 				c->idle_data = true;
 		}
 		if (c->s && (pfd[1].revents & (POLLERR | POLLHUP)) &&
-		    !c->active && !c->tunnels)
+		    !c->active && !c->tunnels && !c->zombies)
 			ssh_lose(c, "the connection was closed");
 	}
 	ssh_drop(c);

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,8 @@ struct ssh_file {
 	struct ssh_conn *c;
 	LIBSSH2_SFTP_HANDLE *h;
 	unsigned gen;
+	/* One request at a time on a handle: its offset is libssh2's. */
+	pthread_mutex_t lock;
 };
 
 enum sftp_op {
@@ -213,6 +216,14 @@ static int sftp_step(struct ssh_conn *c, struct ssh_req *r)
 	unsigned plen = p ? (unsigned)strlen(p) : 0;
 	if (!sftp)
 		return rc;
+	if (q->op == SFTP_READ || q->op == SFTP_WRITE || q->op == SFTP_FSYNC ||
+	    q->op == SFTP_FSTAT || q->op == SFTP_FSETSTAT ||
+	    q->op == SFTP_CLOSE) {
+		if (!q->f || !q->f->h)
+			return -EBADF;
+	} else if (!p) {
+		return -EINVAL;
+	}
 	if (q->f && q->f->gen != ssh_conn_generation(c)) {
 		snprintf(r->err, sizeof(r->err),
 			 "the connection to %s was lost since the file was "
@@ -294,10 +305,21 @@ static int sftp_run(struct ssh_conn *c, struct sftp_req *q)
 	return rc;
 }
 
+/* A request on an open file (kernel read-ahead reads in parallel). */
+static int sftp_run_file(struct sftp_req *q)
+{
+	int rc;
+
+	pthread_mutex_lock(&q->f->lock);
+	rc = sftp_run(q->f->c, q);
+	pthread_mutex_unlock(&q->f->lock);
+	return rc;
+}
+
 static void sftp_to_stat(const LIBSSH2_SFTP_ATTRIBUTES *a, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
-	st->st_mode = a->flags & LIBSSH2_SFTP_ATTR_PERMISSIONS
+	st->st_mode = (a->flags & LIBSSH2_SFTP_ATTR_PERMISSIONS)
 			      ? (mode_t)a->permissions
 			      : S_IFREG | 0644;
 	st->st_nlink = S_ISDIR(st->st_mode) ? 2 : 1;
@@ -348,10 +370,10 @@ int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 
 	q.flags = (acc == O_RDONLY || acc == O_RDWR ? LIBSSH2_FXF_READ : 0) |
 		  (acc == O_WRONLY || acc == O_RDWR ? LIBSSH2_FXF_WRITE : 0) |
-		  (flags & O_CREAT ? LIBSSH2_FXF_CREAT : 0) |
-		  (flags & O_TRUNC ? LIBSSH2_FXF_TRUNC : 0) |
-		  (flags & O_EXCL ? LIBSSH2_FXF_EXCL : 0) |
-		  (flags & O_APPEND ? LIBSSH2_FXF_APPEND : 0);
+		  ((flags & O_CREAT) ? LIBSSH2_FXF_CREAT : 0) |
+		  ((flags & O_TRUNC) ? LIBSSH2_FXF_TRUNC : 0) |
+		  ((flags & O_EXCL) ? LIBSSH2_FXF_EXCL : 0) |
+		  ((flags & O_APPEND) ? LIBSSH2_FXF_APPEND : 0);
 	*out = calloc(1, sizeof(**out));
 	if (!*out)
 		return -ENOMEM;
@@ -364,6 +386,7 @@ int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 	}
 	(*out)->c = c;
 	(*out)->h = q.h;
+	pthread_mutex_init(&(*out)->lock, NULL);
 	/* The session the handle belongs to (a reconnect may have happened
 	 * between the look and the open: then the first use fails). */
 	return 0;
@@ -373,7 +396,7 @@ int ssh_sftp_read(struct ssh_file *f, char *buf, size_t size, off_t off)
 {
 	struct sftp_req q = {
 		.op = SFTP_READ, .f = f, .buf = buf, .size = size, .off = off};
-	int rc = sftp_run(f->c, &q);
+	int rc = sftp_run_file(&q);
 
 	return rc ? rc : (int)q.done;
 }
@@ -385,7 +408,7 @@ int ssh_sftp_write(struct ssh_file *f, const char *buf, size_t size, off_t off)
 			     .cbuf = buf,
 			     .size = size,
 			     .off = off};
-	int rc = sftp_run(f->c, &q);
+	int rc = sftp_run_file(&q);
 
 	return rc ? rc : (int)q.done;
 }
@@ -393,7 +416,7 @@ int ssh_sftp_write(struct ssh_file *f, const char *buf, size_t size, off_t off)
 int ssh_sftp_fsync(struct ssh_file *f)
 {
 	struct sftp_req q = {.op = SFTP_FSYNC, .f = f};
-	int rc = sftp_run(f->c, &q);
+	int rc = sftp_run_file(&q);
 
 	return rc == -EOPNOTSUPP ? 0 : rc;
 }
@@ -401,7 +424,7 @@ int ssh_sftp_fsync(struct ssh_file *f)
 int ssh_sftp_fstat(struct ssh_file *f, struct stat *st)
 {
 	struct sftp_req q = {.op = SFTP_FSTAT, .f = f};
-	int rc = sftp_run(f->c, &q);
+	int rc = sftp_run_file(&q);
 
 	if (rc == 0)
 		sftp_to_stat(&q.attrs, st);
@@ -414,14 +437,15 @@ int ssh_sftp_fsetsize(struct ssh_file *f, off_t size)
 
 	q.attrs.flags = LIBSSH2_SFTP_ATTR_SIZE;
 	q.attrs.filesize = (libssh2_uint64_t)size;
-	return sftp_run(f->c, &q);
+	return sftp_run_file(&q);
 }
 
 int ssh_sftp_close(struct ssh_file *f)
 {
 	struct sftp_req q = {.op = SFTP_CLOSE, .f = f};
-	int rc = sftp_run(f->c, &q);
+	int rc = sftp_run_file(&q);
 
+	pthread_mutex_destroy(&f->lock);
 	free(f);
 	return rc;
 }

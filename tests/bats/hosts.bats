@@ -1,0 +1,480 @@
+#!/usr/bin/env bats
+# The hosts provider against real OpenSSH test hosts (127.0.1.101 and up):
+# deploy, exec, files/ over SFTP, interrupt/resume/restart/terminate, host
+# keys, authentication, timeouts, a dying sshd, remounts, and ManagerWorkers
+# whose workers only the manager reaches (network namespaces).
+
+load helpers
+source "$BATS_TEST_DIRNAME/../sshd/testhosts.bash"
+
+FIRST=101 # host k of a test listens on 127.0.1.(FIRST + k)
+
+# A test with N hosts h0..h(N-1) in cclfs.conf; more [hosts] lines after N.
+hosts_setup() {
+	local n=$1 k
+	shift
+	cclfs_setup --no-mount
+	HOSTS=$TESTDIR/hosts
+	testhosts_start "$HOSTS" "$n" "$FIRST"
+	{
+		echo '[hosts]'
+		echo 'user = "root"'
+		echo "keyfile = \"$HOSTS/id_ed25519\""
+		echo "known_hosts = \"$HOSTS/known_hosts\""
+		printf '%s\n' "$@"
+		for ((k = 0; k < n; k++)); do
+			echo "[hosts.h$k]"
+			echo "address = \"127.0.1.$((FIRST + k))\""
+		done
+	} >"$TESTDIR/cclfs.conf"
+	cclfs_mount -o config="$TESTDIR/cclfs.conf"
+}
+
+teardown() {
+	if [ -n "${AGENT:-}" ]; then
+		kill "$AGENT" 2>/dev/null || true
+	fi
+	if [ -n "${HOSTS:-}" ]; then
+		testhosts_stop "$HOSTS" || true
+	fi
+	if [ -n "${NETDIR:-}" ]; then
+		testnet_stop "$NETDIR" || true
+	fi
+	cclfs_teardown
+}
+
+# Unmount and mount again with the same state and cclfs.conf.
+remount() {
+	cd "$TESTDIR"
+	cclfs_unmount
+	cclfs_mount -o config="$TESTDIR/cclfs.conf"
+	cd "$MNT"
+}
+
+# Wait until clusters/$1/state reads $2 (fail at once on failed).
+wait_state() {
+	local s i
+	for i in $(seq 1 400); do
+		s=$(cat "$MNT/clusters/$1/state")
+		[ "$s" = "$2" ] && return 0
+		if [ "$s" = failed ] && [ "$2" != failed ]; then
+			echo "cluster $1 failed: $(cat "$MNT/clusters/$1/error")" >&2
+			return 1
+		fi
+		sleep 0.05
+	done
+	echo "cluster $1 is $s, not $2" >&2
+	return 1
+}
+
+# deploy CONTRACT NAME COUNT [CLUSTER_TYPE]: a hosts cluster, running.
+deploy() {
+	local c=$MNT/contracts/$1
+	[ -d "$c" ] || mkdir "$c"
+	echo hosts >"$c/node_provider"
+	echo "$3" >"$c/node_count"
+	[ -z "${4:-}" ] || echo "$4" >"$c/cluster_type"
+	echo "$2" >"$c/deploy"
+	wait_state "$2" running
+}
+
+# The pids whose environment holds marker $1 (what cclfs started).
+marked() {
+	grep -lzxF "$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 || true
+}
+
+@test "the tutorial on three hosts: exec per node and on all, outputs apart" {
+	hosts_setup 3
+	cd "$MNT"
+	cat catalog/hosts/host/node_provider | grep -qx hosts
+	deploy c x 3
+	[ "$(ls clusters/x/nodes | tr '\n' ' ')" = "0 1 2 " ]
+	grep -qx 'address: 127.0.1.102' clusters/x/nodes/1/status
+	grep -qx 'instance_id: h1' clusters/x/nodes/1/status
+	grep -qx 'connection: reachable' clusters/x/nodes/1/status
+	echo 'echo out; echo err >&2' >clusters/x/nodes/0/exec
+	[ "$(cat clusters/x/nodes/0/stdout)" = out ]
+	[ "$(cat clusters/x/nodes/0/stderr)" = err ]
+	[ "$(cat clusters/x/nodes/0/exit_status)" = 0 ]
+	# Each command runs in the node's working directory, on its address.
+	exec 5<>clusters/x/exec
+	echo 'echo $CCLFS_NODE $PWD' >&5
+	run cat <&5
+	exec 5>&-
+	[ "${#lines[@]}" -eq 3 ]
+	[ "${lines[0]}" = "0: 0 /root/.cclfs/x/0" ]
+	[ "${lines[2]}" = "2: 2 /root/.cclfs/x/2" ]
+	# The address each node's command saw is its own host's.
+	echo 'echo $SSH_CONNECTION' >clusters/x/exec
+	for k in 0 1 2; do
+		grep -q "^$k: .* 127.0.1.$((FIRST + k)) 22\$" clusters/x/exec
+	done
+	# A failing command: EIO, its status kept, the reason in error.
+	run_shell 'echo "exit 3" > clusters/x/nodes/2/exec'
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"Input/output error"* ]]
+	[ "$(cat clusters/x/nodes/2/exit_status)" = 3 ]
+	grep -q 'nodes/2/exec: "exit 3" exited with status 3' clusters/x/error
+	# A signal is reported as 128 + its number.
+	run_shell 'echo "kill -9 \$\$" > clusters/x/nodes/1/exec'
+	[ "$status" -ne 0 ]
+	[ "$(cat clusters/x/nodes/1/exit_status)" = 137 ]
+	# Ten megabytes of output are streamed to the node's stdout file.
+	echo 'head -c 10485760 /dev/zero' >clusters/x/nodes/0/exec
+	[ "$(stat -c %s clusters/x/nodes/0/stdout)" = 10485760 ]
+	echo true >clusters/x/exec
+	[ "$(cat clusters/x/error)" = "" ]
+	echo terminated >clusters/x/state
+	wait_state x terminated
+	[ ! -e /root/.cclfs/x ]
+}
+
+@test "files/ is the node's working directory over SFTP" {
+	hosts_setup 2
+	cd "$MNT"
+	deploy c x 2
+	mkdir -p "$TESTDIR/data/sub"
+	seq 1 200000 >"$TESTDIR/data/big.txt"
+	head -c 3000000 /dev/urandom >"$TESTDIR/data/sub/blob"
+	cp -r "$TESTDIR/data" clusters/x/nodes/1/files/
+	cmp "$TESTDIR/data/big.txt" /root/.cclfs/x/1/data/big.txt
+	cmp "$TESTDIR/data/sub/blob" /root/.cclfs/x/1/data/sub/blob
+	# Sizes and times come from the node.
+	touch -d '2001-02-03 04:05:06' /root/.cclfs/x/1/data/big.txt
+	[ "$(stat -c '%s %Y' clusters/x/nodes/1/files/data/big.txt)" = \
+		"$(stat -c '%s %Y' /root/.cclfs/x/1/data/big.txt)" ]
+	[ "$(ls clusters/x/nodes/1/files/data | tr '\n' ' ')" = "big.txt sub " ]
+	# cp back downloads.
+	cp -r clusters/x/nodes/1/files/data "$TESTDIR/back"
+	cmp "$TESTDIR/data/big.txt" "$TESTDIR/back/big.txt"
+	cmp "$TESTDIR/data/sub/blob" "$TESTDIR/back/sub/blob"
+	# A command sees what was uploaded, and files/ what it wrote.
+	echo 'wc -l < data/big.txt > count' >clusters/x/nodes/1/exec
+	[ "$(cat clusters/x/nodes/1/files/count)" = 200000 ]
+	# Write, append, rename (also over a file), mkdir, remove.
+	echo one >clusters/x/nodes/1/files/f
+	echo two >>clusters/x/nodes/1/files/f
+	[ "$(cat /root/.cclfs/x/1/f)" = "$(printf 'one\ntwo')" ]
+	mv clusters/x/nodes/1/files/f clusters/x/nodes/1/files/g
+	mv clusters/x/nodes/1/files/g clusters/x/nodes/1/files/count
+	[ "$(cat clusters/x/nodes/1/files/count)" = "$(printf 'one\ntwo')" ]
+	[ ! -e /root/.cclfs/x/1/g ]
+	mkdir clusters/x/nodes/1/files/d
+	[ -d /root/.cclfs/x/1/d ]
+	run rmdir clusters/x/nodes/1/files/data
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"not empty"* ]]
+	rm -r clusters/x/nodes/1/files/data clusters/x/nodes/1/files/d
+	[ "$(ls /root/.cclfs/x/1)" = count ]
+	run cat clusters/x/nodes/1/files/missing
+	[[ "$output" == *"No such file"* ]]
+	# Node 0 has a working directory of its own.
+	[ -z "$(ls clusters/x/nodes/0/files)" ]
+}
+
+@test "interrupt, resume, restart and terminate act on what cclfs started" {
+	hosts_setup 2
+	cd "$MNT"
+	deploy c x 2
+	echo 'sleep 300 >/dev/null 2>&1 & echo started' >clusters/x/nodes/0/exec
+	echo 'sleep 301 >/dev/null 2>&1 &' >clusters/x/nodes/1/exec
+	p0=$(marked CCLFS_INSTANCE=x/0)
+	p1=$(marked CCLFS_INSTANCE=x/1)
+	[ -n "$p0" ] && [ -n "$p1" ]
+	echo interrupted >clusters/x/state
+	wait_state x interrupted
+	[ "$(awk '{print $3}' /proc/$p0/stat)" = T ]
+	[ "$(awk '{print $3}' /proc/$p1/stat)" = T ]
+	run_shell 'echo true > clusters/x/exec'
+	[[ "$output" == *"Device or resource busy"* ]]
+	echo resumed >clusters/x/state
+	wait_state x running
+	[ "$(awk '{print $3}' /proc/$p0/stat)" = S ]
+	touch clusters/x/restart
+	[ -z "$(marked CCLFS_INSTANCE=x/0)" ]
+	[ -z "$(marked CCLFS_INSTANCE=x/1)" ]
+	echo 'sleep 302 >/dev/null 2>&1 &' >clusters/x/exec
+	[ -n "$(marked CCLFS_INSTANCE=x/1)" ]
+	echo terminated >clusters/x/state
+	wait_state x terminated
+	[ -z "$(marked CCLFS_INSTANCE=x/0)" ]
+	[ -z "$(marked CCLFS_INSTANCE=x/1)" ]
+	[ ! -e /root/.cclfs/x ]
+	run grep -c connection: clusters/x/nodes/0/status
+	[ "$output" = 0 ]
+}
+
+@test "a host is never held by two live clusters" {
+	hosts_setup 3
+	cd "$MNT"
+	deploy c a 2
+	mkdir contracts/d
+	echo hosts >contracts/d/node_provider
+	echo 2 >contracts/d/node_count
+	echo b >contracts/d/deploy
+	wait_state b failed
+	grep -q 'no free host of type host' clusters/b/error
+	# What b took is freed by its terminate; a's hosts stay a's.
+	echo terminated >clusters/b/state
+	wait_state b terminated
+	echo 1 >contracts/d/node_count
+	echo b1 >contracts/d/deploy
+	wait_state b1 running
+	held=$(cat clusters/a/nodes/0/status clusters/a/nodes/1/status \
+		clusters/b1/nodes/0/status | grep instance_id | sort -u | wc -l)
+	[ "$held" = 3 ]
+	# After a remount the holds are the same.
+	remount
+	echo b2 >contracts/d/deploy
+	wait_state b2 failed
+	echo terminated >clusters/a/state
+	wait_state a terminated
+	echo b3 >contracts/d/deploy
+	wait_state b3 running
+	# The first exec after the remount connects again.
+	echo 'echo again' >clusters/b1/exec
+	[ "$(cat clusters/b1/exec)" = "0: again" ]
+}
+
+@test "host keys: unknown refused, recorded when asked, a changed one refused" {
+	hosts_setup 1
+	cd "$MNT"
+	# Without the test's known_hosts the key is unknown.
+	sed -i '/^known_hosts/d' "$TESTDIR/cclfs.conf"
+	remount
+	mkdir contracts/c
+	echo hosts >contracts/c/node_provider
+	echo x >contracts/c/deploy
+	wait_state x failed
+	grep -q 'host key of 127.0.1.101 port 22 (SHA256:.*) is unknown' clusters/x/error
+	grep -q 'ssh-keyscan -p 22 127.0.1.101' clusters/x/error
+	echo terminated >clusters/x/state
+	wait_state x terminated
+	# accept_new_host_keys records the first key in the state directory.
+	sed -i 's/^\[hosts\]$/[hosts]\naccept_new_host_keys = "yes"/' \
+		"$TESTDIR/cclfs.conf"
+	remount
+	echo y >contracts/c/deploy
+	wait_state y running
+	grep -q '^127.0.1.101 ssh-ed25519 ' "$STATE/known_hosts"
+	echo true >clusters/y/exec
+	# The machine is replaced (new host key): refused, never accepted.
+	testhosts_kill "$HOSTS" "$FIRST"
+	rm -f "$HOSTS/host$FIRST"/ssh_host_ed25519_key*
+	ssh-keygen -q -t ed25519 -N '' -f "$HOSTS/host$FIRST/ssh_host_ed25519_key"
+	testhosts_revive "$HOSTS" "$FIRST"
+	run_shell 'echo true > clusters/y/exec'
+	[ "$status" -ne 0 ]
+	grep -q 'is not the one recorded in .*known_hosts: refusing' clusters/y/error
+	grep -q 'connection: unreachable: the host key' clusters/y/nodes/0/status
+}
+
+@test "authentication: ssh-agent, a key file, and a clear refusal" {
+	hosts_setup 1
+	cd "$MNT"
+	# No key in cclfs.conf: ssh-agent's keys are used.
+	sed -i '/^keyfile/d' "$TESTDIR/cclfs.conf"
+	# (fd 3 is bats' own: the agent must not keep it open)
+	eval "$(ssh-agent -s 3>&-)" >/dev/null
+	AGENT=$SSH_AGENT_PID
+	ssh-add -q "$HOSTS/id_ed25519"
+	remount
+	mkdir contracts/c
+	echo hosts >contracts/c/node_provider
+	echo a >contracts/c/deploy
+	wait_state a running
+	echo terminated >clusters/a/state
+	wait_state a terminated
+	kill "$AGENT"
+	# Without agent: the contract's key file; a wrong one is refused.
+	unset SSH_AUTH_SOCK SSH_AGENT_PID
+	remount
+	ssh-keygen -q -t ed25519 -N '' -f "$TESTDIR/wrong"
+	echo "$TESTDIR/wrong" >contracts/c/config/keyfile
+	echo b >contracts/c/deploy
+	wait_state b failed
+	grep -q "refused the login as root (tried the key file $TESTDIR/wrong" clusters/b/error
+	echo terminated >clusters/b/state
+	wait_state b terminated
+	echo "" >contracts/c/config/keyfile
+	echo "-o BatchMode=yes -i $HOSTS/id_ed25519" >contracts/c/config/sshflags
+	echo c >contracts/c/deploy
+	wait_state c running
+	echo terminated >clusters/c/state
+	wait_state c terminated
+	echo cclfs-nouser >contracts/c/config/user
+	echo d >contracts/c/deploy
+	wait_state d failed
+	grep -q 'refused the login as cclfs-nouser' clusters/d/error
+}
+
+@test "a dying sshd: that node unreachable, the others work, then it comes back" {
+	hosts_setup 3
+	cd "$MNT"
+	deploy c x 3
+	echo true >clusters/x/exec
+	testhosts_kill "$HOSTS" $((FIRST + 1))
+	run_shell 'echo hostname > clusters/x/nodes/1/exec'
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"Input/output error"* ]]
+	grep -q 'nodes/1/exec: "hostname" could not be run: cannot connect to 127.0.1.102 port 22: Connection refused' clusters/x/error
+	grep -q '^connection: unreachable: cannot connect to 127.0.1.102 port 22: Connection refused$' clusters/x/nodes/1/status
+	grep -qx 'connection: reachable' clusters/x/nodes/0/status
+	run_shell 'echo "echo ok" > clusters/x/exec'
+	[ "$status" -ne 0 ]
+	[ "$(grep -c ': ok$' clusters/x/exec)" = 2 ]
+	grep -q 'failed on 1 of 3 nodes: 1 (cannot connect' clusters/x/error
+	echo 'echo ok' >clusters/x/nodes/2/exec
+	testhosts_revive "$HOSTS" $((FIRST + 1))
+	echo 'echo back' >clusters/x/nodes/1/exec
+	[ "$(cat clusters/x/nodes/1/stdout)" = back ]
+	grep -qx 'connection: reachable' clusters/x/nodes/1/status
+	[ "$(cat clusters/x/error)" = "" ]
+}
+
+@test "command timeout and Ctrl-C stop the remote command" {
+	hosts_setup 1 'command_timeout = "1"'
+	cd "$MNT"
+	deploy c x 1
+	start=$(date +%s%N)
+	run_shell 'echo "sleep 30" > clusters/x/nodes/0/exec'
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"Connection timed out"* ]]
+	[ $(($(date +%s%N) - start)) -lt 10000000000 ]
+	grep -q 'did not finish within 1 s' clusters/x/error
+	sleep 0.3
+	[ -z "$(marked CCLFS_INSTANCE=x/0)" ]
+	# Ctrl-C: the writer gets EINTR quickly and the command is killed.
+	sed -i 's/^command_timeout.*$//' "$TESTDIR/cclfs.conf"
+	remount
+	# (a background job starts with SIGINT ignored: python takes it back,
+	# as a shell in the foreground has it)
+	python3 -c "import os, signal
+signal.signal(signal.SIGINT, signal.default_int_handler)
+fd = os.open('clusters/x/nodes/0/exec', os.O_WRONLY)
+os.write(fd, b'sleep 40\\n')" 2>"$TESTDIR/w.err" &
+	writer=$!
+	for _ in $(seq 1 100); do
+		[ -n "$(marked CCLFS_INSTANCE=x/0)" ] && break
+		sleep 0.05
+	done
+	[ -n "$(marked CCLFS_INSTANCE=x/0)" ]
+	start=$(date +%s%N)
+	kill -INT "$writer"
+	wait "$writer" || true
+	[ $(($(date +%s%N) - start)) -lt 5000000000 ]
+	grep -q KeyboardInterrupt "$TESTDIR/w.err"
+	grep -q 'nodes/0/exec: the command was interrupted' clusters/x/error
+	for _ in $(seq 1 40); do
+		[ -z "$(marked CCLFS_INSTANCE=x/0)" ] && break
+		sleep 0.05
+	done
+	[ -z "$(marked CCLFS_INSTANCE=x/0)" ]
+}
+
+@test "cclfs.conf mistakes in [hosts] stop the mount with the file and key" {
+	cclfs_setup --no-mount
+	printf '[hosts.a]\nport = "22"\n' >"$TESTDIR/bad.conf"
+	run "$CCLFS_BIN" "$MNT" -f -o config="$TESTDIR/bad.conf",statedir="$STATE"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"bad.conf: [hosts.a] has no address"* ]]
+	printf '[hosts.a]\naddress = "h"\nport = "99999"\n' >"$TESTDIR/bad.conf"
+	run "$CCLFS_BIN" "$MNT" -f -o config="$TESTDIR/bad.conf",statedir="$STATE"
+	[[ "$output" == *'[hosts.a] port: "99999" is not valid'* ]]
+	printf '[hosts.a]\naddress = "h"\ncolor = "red"\n' >"$TESTDIR/bad.conf"
+	run "$CCLFS_BIN" "$MNT" -f -o config="$TESTDIR/bad.conf",statedir="$STATE"
+	[[ "$output" == *'[hosts.a] has no key "color"'* ]]
+	printf '[hosts.a b]\naddress = "h"\n' >"$TESTDIR/bad.conf"
+	run "$CCLFS_BIN" "$MNT" -f -o config="$TESTDIR/bad.conf",statedir="$STATE"
+	[[ "$output" == *"a host name is 1 to 64 letters"* ]]
+	! cclfs_is_mounted
+}
+
+@test "host types and features make catalog types contracts resolve to" {
+	cclfs_setup --no-mount
+	cat >"$TESTDIR/cclfs.conf" <<-EOF
+		[hosts.a]
+		address = "127.0.1.250"
+		type = "big"
+		vcpus = "64"
+		memory = "512G"
+		[hosts.b]
+		address = "127.0.1.251"
+		type = "big"
+		vcpus = "32"
+		memory = "1T"
+		[hosts.c]
+		address = "127.0.1.252"
+		vcpus = "4"
+	EOF
+	cclfs_mount -o config="$TESTDIR/cclfs.conf"
+	cd "$MNT"
+	[ "$(ls catalog/hosts | tr '\n' ' ')" = "big host " ]
+	[ "$(cat catalog/hosts/big/node_vcpus_count)" = 32 ]
+	[ "$(cat catalog/hosts/big/node_memory_size)" = 512G ]
+	mkdir contracts/c
+	echo hosts >contracts/c/node_provider
+	echo 'atleast 16' >contracts/c/node_vcpus_count
+	touch contracts/c/resolve
+	[ "$(cat contracts/c/resolution)" = "$(printf 'node\thosts\tbig\t0')" ]
+	echo 'atleast 64' >contracts/c/node_vcpus_count
+	run_shell 'touch contracts/c/resolve'
+	[ "$status" -ne 0 ]
+}
+
+@test "ManagerWorkers: workers are reached only through the manager" {
+	if ! testnet_supported 2>/dev/null; then
+		skip "network namespaces are not available here"
+	fi
+	cclfs_setup --no-mount
+	NETDIR=$TESTDIR/net
+	testnet_start "$NETDIR" 3
+	source "$NETDIR/testnet.env"
+	{
+		echo '[hosts]'
+		echo 'user = "root"'
+		echo "keyfile = \"$NETDIR/id_ed25519\""
+		echo "known_hosts = \"$NETDIR/known_hosts\""
+		echo '[hosts.m]'
+		echo "address = \"$TESTNET_MANAGER\""
+		echo 'type = "manager"'
+		for k in 1 2 3; do
+			echo "[hosts.w$k]"
+			echo "address = \"${TESTNET_WORKERS[$((k - 1))]}\""
+			echo 'type = "worker"'
+		done
+	} >"$TESTDIR/cclfs.conf"
+	# The daemon lives in the client namespace; its mount is visible here.
+	nsenter --net="/run/netns/$TESTNET_CLIENT_NS" "$CCLFS_BIN" "$MNT" -f \
+		-o statedir="$STATE",config="$TESTDIR/cclfs.conf" \
+		>>"$TESTDIR/daemon.log" 2>&1 3>&- &
+	CCLFS_PID=$!
+	CCLFS_PIDS+=("$CCLFS_PID")
+	cclfs_wait_mounted "$CCLFS_PID"
+	cd "$MNT"
+	mkdir contracts/mw
+	echo ManagerWorkers >contracts/mw/cluster_type
+	echo 3 >contracts/mw/node_count
+	echo manager >contracts/mw/manager/node_machinetype
+	echo worker >contracts/mw/worker/node_machinetype
+	echo mw >contracts/mw/deploy
+	wait_state mw running
+	[ "$(ls clusters/mw/nodes | tr '\n' ' ')" = "0 1 2 manager " ]
+	echo hostname >clusters/mw/nodes/manager/exec
+	[ "$(cat clusters/mw/nodes/manager/stdout)" = manager ]
+	for k in 0 1 2; do
+		echo hostname >clusters/mw/nodes/$k/exec
+		[ "$(cat clusters/mw/nodes/$k/stdout)" = "worker$((k + 1))" ]
+	done
+	echo hostname >clusters/mw/exec
+	[ "$(cat clusters/mw/exec | tr '\n' ' ')" = "manager: manager 0: worker1 1: worker2 2: worker3 " ]
+	# The workers' sshd sees the manager's inner address as the client.
+	echo 'echo ${SSH_CONNECTION%% *}' >clusters/mw/nodes/1/exec
+	[ "$(cat clusters/mw/nodes/1/stdout)" = "$TESTNET_MANAGER_INNER" ]
+	# files/ of a worker works through the manager too.
+	echo data >clusters/mw/nodes/2/files/f
+	echo 'cat f' >clusters/mw/nodes/2/exec
+	[ "$(cat clusters/mw/nodes/2/stdout)" = data ]
+	echo terminated >clusters/mw/state
+	wait_state mw terminated
+}
