@@ -614,6 +614,37 @@ static int ssh_auth(struct ssh_conn *c, char *err, size_t errlen)
 	return -EACCES;
 }
 
+/* Ask for host keys in the order known_hosts files usually hold them.
+ * Only what this libssh2 supports is named (1.10 corrupts the list when
+ * it has to drop a name). */
+static void ssh_prefer_hostkeys(LIBSSH2_SESSION *s)
+{
+	static const char *const want[] = {"ssh-ed25519",
+					   "ecdsa-sha2-nistp256",
+					   "ecdsa-sha2-nistp384",
+					   "ecdsa-sha2-nistp521",
+					   "rsa-sha2-512",
+					   "rsa-sha2-256",
+					   "ssh-rsa"};
+	const char **have = NULL;
+	char pref[256] = "";
+	int n = libssh2_session_supported_algs(s, LIBSSH2_METHOD_HOSTKEY,
+					       &have);
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		for (int k = 0; k < n; k++)
+			if (strcmp(have[k], want[i]) == 0) {
+				if (*pref)
+					strcat(pref, ",");
+				strcat(pref, want[i]);
+				break;
+			}
+	if (n > 0)
+		libssh2_free(s, (void *)have);
+	if (*pref)
+		libssh2_session_method_pref(s, LIBSSH2_METHOD_HOSTKEY, pref);
+}
+
 /* Connect (blocking, bounded by connect_timeout_ms at each step). */
 static int ssh_connect(struct ssh_conn *c, char *err, size_t errlen)
 {
@@ -650,10 +681,7 @@ static int ssh_connect(struct ssh_conn *c, char *err, size_t errlen)
 	}
 	libssh2_session_set_blocking(c->s, 1);
 	libssh2_session_set_timeout(c->s, c->p.connect_timeout_ms);
-	libssh2_session_method_pref(
-		c->s, LIBSSH2_METHOD_HOSTKEY,
-		"ssh-ed25519,ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,"
-		"ecdsa-sha2-nistp521,rsa-sha2-512,rsa-sha2-256,ssh-rsa");
+	ssh_prefer_hostkeys(c->s);
 	if (libssh2_session_handshake(c->s, fd)) {
 		char *msg = NULL;
 		int lerr = libssh2_session_last_error(c->s, &msg, NULL, 0);

@@ -82,7 +82,7 @@ teardown() {
 	run touch "$C/deploy"
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"Operation not supported"* ]]
-	[[ "$(cat "$C/error")" == "contracts/c1/deploy: the contract resolved to ec2 t3.xlarge, but this version of cclfs deploys only on the local provider"* ]]
+	[[ "$(cat "$C/error")" == "contracts/c1/deploy: the contract resolved to ec2 t3.xlarge, but this version of cclfs deploys only on the local and hosts providers"* ]]
 	[ -z "$(ls "$MNT/clusters")" ]
 	# On the local provider it deploys, under a name or 15 letters.
 	rm "$C/node_machinetype"
