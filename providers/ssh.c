@@ -628,15 +628,16 @@ static void ssh_prefer_hostkeys(LIBSSH2_SESSION *s)
 					   "ssh-rsa"};
 	const char **have = NULL;
 	char pref[256] = "";
+	size_t o = 0;
 	int n = libssh2_session_supported_algs(s, LIBSSH2_METHOD_HOSTKEY,
 					       &have);
 
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		for (int k = 0; k < n; k++)
 			if (strcmp(have[k], want[i]) == 0) {
-				if (*pref)
-					strcat(pref, ",");
-				strcat(pref, want[i]);
+				o += (size_t)snprintf(pref + o,
+						      sizeof(pref) - o, "%s%s",
+						      o ? "," : "", want[i]);
 				break;
 			}
 	if (n > 0)

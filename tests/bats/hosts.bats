@@ -478,3 +478,37 @@ os.write(fd, b'sleep 40\\n')" 2>"$TESTDIR/w.err" &
 	echo terminated >clusters/mw/state
 	wait_state mw terminated
 }
+
+@test "a host that accepts but never speaks SSH fails the deploy within connect_timeout" {
+	cclfs_setup --no-mount
+	# A listener that accepts connections and says nothing.
+	python3 -c '
+import socket, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.1.120", 2222))
+s.listen(8)
+open("ready", "w").close()
+conns = []
+while True:
+    c, _ = s.accept()
+    conns.append(c)
+' 3>&- &
+	SILENT=$!
+	for _ in $(seq 1 100); do
+		[ -e ready ] && break
+		sleep 0.05
+	done
+	printf '[hosts]\nconnect_timeout = "1"\n[hosts.mute]\naddress = "127.0.1.120"\nport = "2222"\n' \
+		>"$TESTDIR/cclfs.conf"
+	cclfs_mount -o config="$TESTDIR/cclfs.conf"
+	cd "$MNT"
+	mkdir contracts/c
+	echo hosts >contracts/c/node_provider
+	start=$(date +%s%N)
+	echo x >contracts/c/deploy
+	wait_state x failed
+	kill "$SILENT"
+	[ $(($(date +%s%N) - start)) -lt 8000000000 ]
+	grep -q 'SSH handshake with .*127.0.1.120 port 2222 failed' clusters/x/error
+}
