@@ -1,0 +1,153 @@
+/* nodes/NODE/files/ of clusters: each call goes to the file operations of
+ * the node's provider, with the node as it was when the file or directory
+ * was looked up. */
+#include "lifecycle/cluster_priv.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+struct model_files {
+	const struct provider_file_ops *ops;
+	struct provider *p;
+	struct provider_node pn;
+};
+
+struct model_files *model_files_get(struct model *m, const char *handle,
+				    const char *node, int *err)
+{
+	struct model_files *f = NULL;
+	struct cluster_node *n = NULL;
+	struct provider *p = NULL;
+	struct cluster *c;
+
+	*err = -ENOENT;
+	pthread_mutex_lock(&m->lock);
+	c = cluster_find(m, handle);
+	if (c)
+		n = cluster_node_find(c, node);
+	if (n)
+		p = cluster_provider(m, n);
+	if (n && (!p || !p->ops->files)) {
+		*err = -EOPNOTSUPP;
+	} else if (n && *n->pn.instance_id) {
+		f = malloc(sizeof(*f));
+		if (f) {
+			f->ops = p->ops->files;
+			f->p = p;
+			f->pn = n->pn;
+		} else {
+			*err = -ENOMEM;
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+	return f;
+}
+
+void model_files_put(struct model_files *f)
+{
+	free(f);
+}
+
+int model_files_getattr(struct model_files *f, const char *path,
+			struct stat *st)
+{
+	return f->ops->getattr(f->p, &f->pn, path, st);
+}
+
+int model_files_readdir(struct model_files *f, const char *path,
+			int (*fn)(void *ctx, const char *name,
+				  const struct stat *st),
+			void *ctx)
+{
+	return f->ops->readdir(f->p, &f->pn, path, fn, ctx);
+}
+
+int model_files_open(struct model_files *f, const char *path, int flags,
+		     unsigned int mode, uint64_t *fh)
+{
+	return f->ops->open(f->p, &f->pn, path, flags, (mode_t)mode, fh);
+}
+
+int model_files_read(struct model_files *f, uint64_t fh, char *buf, size_t size,
+		     int64_t off)
+{
+	return f->ops->read(f->p, fh, buf, size, (off_t)off);
+}
+
+int model_files_write(struct model_files *f, uint64_t fh, const char *buf,
+		      size_t size, int64_t off)
+{
+	return f->ops->write(f->p, fh, buf, size, (off_t)off);
+}
+
+int model_files_fsync(struct model_files *f, uint64_t fh)
+{
+	return f->ops->fsync(f->p, fh);
+}
+
+int model_files_fgetattr(struct model_files *f, uint64_t fh, struct stat *st)
+{
+	return f->ops->fgetattr(f->p, fh, st);
+}
+
+int model_files_ftruncate(struct model_files *f, uint64_t fh, int64_t size)
+{
+	return f->ops->ftruncate(f->p, fh, (off_t)size);
+}
+
+int model_files_close(struct model_files *f, uint64_t fh)
+{
+	return f->ops->close(f->p, fh);
+}
+
+int model_files_truncate(struct model_files *f, const char *path, int64_t size)
+{
+	return f->ops->truncate(f->p, &f->pn, path, (off_t)size);
+}
+
+int model_files_mkdir(struct model_files *f, const char *path,
+		      unsigned int mode)
+{
+	return f->ops->mkdir(f->p, &f->pn, path, (mode_t)mode);
+}
+
+int model_files_unlink(struct model_files *f, const char *path)
+{
+	return f->ops->unlink(f->p, &f->pn, path);
+}
+
+int model_files_rmdir(struct model_files *f, const char *path)
+{
+	return f->ops->rmdir(f->p, &f->pn, path);
+}
+
+int model_files_rename(struct model_files *f, const char *from, const char *to,
+		       unsigned int flags)
+{
+	return f->ops->rename(f->p, &f->pn, from, to, flags);
+}
+
+int model_files_chmod(struct model_files *f, const char *path,
+		      unsigned int mode)
+{
+	return f->ops->chmod(f->p, &f->pn, path, (mode_t)mode);
+}
+
+int model_files_utimens(struct model_files *f, const char *path,
+			const struct timespec tv[2])
+{
+	return f->ops->utimens(f->p, &f->pn, path, tv);
+}
+
+int model_files_symlink(struct model_files *f, const char *target,
+			const char *path)
+{
+	return f->ops->symlink(f->p, &f->pn, target, path);
+}
+
+int model_files_readlink(struct model_files *f, const char *path, char *buf,
+			 size_t size)
+{
+	return f->ops->readlink(f->p, &f->pn, path, buf, size);
+}

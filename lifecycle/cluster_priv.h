@@ -1,0 +1,88 @@
+/* Clusters inside the model, shared by the files of lifecycle/ that make
+ * them up (cluster.c: states, jobs, the tree; cluster_exec.c: exec;
+ * cluster_files.c: nodes' files/). Not for fs/. */
+#ifndef CCLFS_LIFECYCLE_CLUSTER_PRIV_H
+#define CCLFS_LIFECYCLE_CLUSTER_PRIV_H
+
+#include "lifecycle/contract.h"
+#include "lifecycle/model_priv.h"
+#include "providers/provider.h"
+
+#include <limits.h>
+#include <stdint.h>
+
+enum cluster_state {
+	CLUSTER_DEPLOYING,
+	CLUSTER_RUNNING,
+	CLUSTER_INTERRUPTING,
+	CLUSTER_INTERRUPTED,
+	CLUSTER_RESUMING,
+	CLUSTER_TERMINATING,
+	CLUSTER_TERMINATED,
+	CLUSTER_FAILED,
+	CLUSTER_STATES,
+};
+
+extern const char *const cluster_state_names[CLUSTER_STATES];
+
+struct cluster_node {
+	int64_t since_ns;
+	int64_t exec_ns;
+	struct provider_node pn;
+	char name[16]; /* "0", "1", ..., "manager" */
+	char provider[16];
+	char instance_type[64];
+	char state[16];	 /* creating running stopped terminated failed */
+	int exit_status; /* of the last exec; -1: none */
+};
+
+struct cluster {
+	char handle[CONTRACT_NAME_MAX + 1];
+	char contract[CONTRACT_NAME_MAX + 1];
+	char cluster_type[32];
+	char *resolution;
+	enum cluster_state state;
+	int node_count, process_count;
+	int64_t created_ns, state_ns;
+	double price;
+	char *error;
+	int64_t error_ns;
+	struct cluster_node *nodes; /* the manager first */
+	size_t nnodes;
+	int done;	 /* nodes through the current transition */
+	int64_t exec_ns; /* last exec on the whole cluster */
+	int64_t log_ns;	 /* last line of its log */
+	int64_t restart_ns;
+	char ssh_user[64];	    /* config/user at deploy, "" default */
+	char ssh_keyfile[PATH_MAX]; /* config/keyfile or sshflags -i */
+};
+
+/* A file's content being rendered. */
+struct cluster_text {
+	char *buf;
+	size_t len, cap;
+};
+
+/* With the model locked. */
+struct cluster *cluster_find(struct model *m, const char *handle);
+struct cluster_node *cluster_node_find(struct cluster *c, const char *name);
+/* Tell the kernel that clusters/HANDLE/relpath changed. */
+void cluster_notify(struct model *m, const struct cluster *c,
+		    const char *relpath);
+/* Where the outputs of a cluster's commands are kept ("" if too long). */
+void cluster_dir(const struct model *m, const struct cluster *c, char *buf,
+		 size_t len);
+int cluster_mkdirs(const char *path);
+int cluster_store_node(struct model *m, const struct cluster_node *n, char *err,
+		       size_t errlen);
+/* Record why an operation on relpath failed; returns rc. */
+int cluster_fail(struct model *m, struct cluster *c, const char *relpath,
+		 int rc, const char *why);
+void cluster_clear_error(struct model *m, struct cluster *c);
+struct provider *cluster_provider(struct model *m,
+				  const struct cluster_node *n);
+/* Render a file that is not command output into t. */
+int cluster_render(struct model *m, struct cluster *c, struct cluster_node *n,
+		   const char *file, struct cluster_text *t);
+
+#endif
