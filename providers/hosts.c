@@ -269,8 +269,9 @@ static int hosts_signal_script(const char *marker, const char *sig, char *out,
 	return 0;
 }
 
-static int hosts_simple(struct hosts_node *nd, const char *command, char *err,
-			size_t errlen)
+/* Run one of cclfs's own commands (`what` names it in errors). */
+static int hosts_simple(struct hosts_node *nd, const char *what,
+			const char *command, char *err, size_t errlen)
 {
 	struct ssh_exec x = {.command = command,
 			     .out_fd = -1,
@@ -280,10 +281,10 @@ static int hosts_simple(struct hosts_node *nd, const char *command, char *err,
 
 	if (rc == 0 && x.exit_status != 0) {
 		x.errtext[strcspn(x.errtext, "\n")] = '\0';
-		snprintf(err, errlen, "%s exited with status %d on %s%s%s",
-			 command[0] == 'm' ? "mkdir" : "a command",
-			 x.exit_status, nd->handle, *x.errtext ? ": " : "",
-			 x.errtext);
+		snprintf(err, errlen,
+			 "%s on node %d of %s exited with status %d%s%s", what,
+			 nd->rank, nd->handle, x.exit_status,
+			 *x.errtext ? ": " : "", x.errtext);
 		rc = -EIO;
 	}
 	return rc;
@@ -294,7 +295,7 @@ static int hosts_signal(struct provider *p, const struct provider_node *node,
 {
 	struct hosts_provider *hp = hosts_of(p);
 	struct hosts_node *nd = hosts_get(hp, node, err, errlen);
-	char marker[160], script[768];
+	char marker[160], script[768], what[32];
 	int rc;
 
 	if (!nd)
@@ -305,7 +306,8 @@ static int hosts_signal(struct provider *p, const struct provider_node *node,
 		snprintf(err, errlen, "the cluster handle is too long");
 		return -EINVAL;
 	}
-	rc = hosts_simple(nd, script, err, errlen);
+	snprintf(what, sizeof(what), "sending SIG%s", sig);
+	rc = hosts_simple(nd, what, script, err, errlen);
 	hosts_put(nd);
 	return rc;
 }
@@ -472,7 +474,8 @@ static int hosts_terminate(struct provider *p, const struct provider_node *node,
 			cmd, sizeof(cmd),
 			"rm -rf %s; rmdir .cclfs/%s .cclfs 2>/dev/null; exit 0",
 			q, node->handle);
-		rc = hosts_simple(nd, cmd, err, errlen);
+		rc = hosts_simple(nd, "removing the working directory", cmd,
+				  err, errlen);
 	}
 	if (rc) {
 		/* The host is freed all the same: what cclfs started there

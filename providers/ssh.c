@@ -412,14 +412,14 @@ static int ssh_known_in(LIBSSH2_SESSION *s, const char *file, const char *host,
 	kh = libssh2_knownhost_init(s);
 	if (!kh)
 		return rc;
-	if (libssh2_knownhost_readfile(kh, file,
-				       LIBSSH2_KNOWNHOST_FILE_OPENSSH) >= 0 ||
-	    1)
-		rc = libssh2_knownhost_checkp(
-			kh, host, port, key, len,
-			LIBSSH2_KNOWNHOST_TYPE_PLAIN |
-				LIBSSH2_KNOWNHOST_KEYENC_RAW | bits,
-			NULL);
+	/* A line libssh2 cannot read (a key type it lacks) stops the read
+	 * there; the entries read before it are still checked. */
+	libssh2_knownhost_readfile(kh, file, LIBSSH2_KNOWNHOST_FILE_OPENSSH);
+	rc = libssh2_knownhost_checkp(kh, host, port, key, len,
+				      LIBSSH2_KNOWNHOST_TYPE_PLAIN |
+					      LIBSSH2_KNOWNHOST_KEYENC_RAW |
+					      bits,
+				      NULL);
 	libssh2_knownhost_free(kh);
 	return rc;
 }
@@ -1227,7 +1227,6 @@ static void *ssh_thread(void *arg)
 
 	for (;;) {
 		struct pollfd pfd[64];
-		struct ssh_tunnel *tmap[64];
 		size_t n = 0;
 		int64_t now, wait_ns = 30LL * 1000000000;
 		char err[SSH_ERR_MAX];
@@ -1299,7 +1298,7 @@ static void *ssh_thread(void *arg)
 				pfd[n].events |= POLLIN;
 			if (t->to_fd_off < t->to_fd_len)
 				pfd[n].events |= POLLOUT;
-			tmap[n++] = t;
+			n++;
 		}
 		for (struct ssh_req *r = c->active; r; r = r->next)
 			if (r->deadline_ns && r->deadline_ns - now < wait_ns)
@@ -1308,7 +1307,6 @@ static void *ssh_thread(void *arg)
 			wait_ns = 10000000; /* more tunnels than slots */
 		if (wait_ns < 0)
 			wait_ns = 0;
-		(void)tmap;
 		if (poll(pfd, n, (int)(wait_ns / 1000000) + 1) > 0 && c->s &&
 		    !c->active && !c->tunnels && !c->zombies &&
 		    (pfd[1].revents & POLLIN)) {
