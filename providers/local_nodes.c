@@ -43,12 +43,26 @@ struct local_provider {
 	char basedir[PROVIDER_PATH_MAX + 1]; /* absolute, no trailing '/' */
 };
 
+enum local_env { LOCAL_ENV_OTHER, LOCAL_ENV_HAS, LOCAL_ENV_BLANK };
+
+/* A process whose environment read as empty, and its parent. */
+struct local_blank {
+	pid_t pid, ppid;
+};
+
 /* What one pass over /proc found for one node. */
 struct local_scan {
 	size_t found;	  /* live processes that carry the node's entry */
 	size_t stopped;	  /* of which stopped or about to stop */
 	size_t signalled; /* of which were sent the signal */
 	pid_t denied;	  /* a process we may not signal, or 0 */
+	/* The pass's bookkeeping: the node's processes, and the processes
+	 * with a blank environment, whose parent may be one of them. */
+	pid_t *mine;
+	size_t nmine, capmine;
+	struct local_blank *blank;
+	size_t nblank, capblank;
+	bool nomem;
 };
 
 /* Everything the child needs, prepared before fork so that the child only
@@ -297,19 +311,22 @@ static int local_create(struct provider *p, struct provider_node *nodes,
 
 /* Whether the environment of the process whose /proc directory is `dirfd`
  * holds exactly `entry` (NAME=VALUE), read as a stream of NUL-terminated
- * strings. Zombies and unreadable processes hold nothing. */
-static bool local_proc_has(int dirfd, const char *entry, size_t len)
+ * strings: LOCAL_ENV_HAS, LOCAL_ENV_OTHER, or LOCAL_ENV_BLANK when it reads
+ * as empty (kernel threads, and a process in the middle of an exec until the
+ * kernel has laid out its new stack). Unreadable processes hold nothing. */
+static enum local_env local_proc_env(int dirfd, const char *entry, size_t len)
 {
 	char buf[4096];
-	size_t pos = 0;
+	size_t pos = 0, total = 0;
 	bool match = true, found = false;
 	ssize_t n;
 	int fd = openat(dirfd, "environ", O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
-		return false;
+		return LOCAL_ENV_OTHER;
 	while (!found && ((n = read(fd, buf, sizeof(buf))) > 0 ||
 			  (n < 0 && errno == EINTR))) {
+		total += n > 0 ? (size_t)n : 0;
 		for (ssize_t i = 0; i < n; i++) {
 			char c = buf[i];
 
@@ -328,7 +345,9 @@ static bool local_proc_has(int dirfd, const char *entry, size_t len)
 		}
 	}
 	close(fd);
-	return found || (match && pos == len);
+	if (total == 0)
+		return LOCAL_ENV_BLANK;
+	return found || (match && pos == len) ? LOCAL_ENV_HAS : LOCAL_ENV_OTHER;
 }
 
 /* The state letter in /proc/PID/stat ('R', 'S', 'T'...), or 0. */
@@ -395,40 +414,114 @@ static int local_proc_signal(pid_t pid, int pidfd, int sig)
 	return rc < 0 && errno != ESRCH ? -errno : 0;
 }
 
+/* The parent's pid from /proc/PID/stat, or 0. */
+static pid_t local_proc_ppid(int dirfd)
+{
+	char buf[256];
+	const char *paren;
+	ssize_t n;
+	long ppid;
+	int fd = openat(dirfd, "stat", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	do
+		n = read(fd, buf, sizeof(buf) - 1);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	paren = memrchr(buf, ')', (size_t)n);
+	if (!paren || paren + 4 >= buf + n)
+		return 0;
+	ppid = strtol(paren + 4, NULL, 10); /* ") S PPID" */
+	return ppid > 0 && ppid <= INT_MAX ? (pid_t)ppid : 0;
+}
+
+/* Append to one of the pass's lists; on failure the pass reports ENOMEM. */
+static void *local_grow(void *arr, size_t *cap, size_t n, size_t size,
+			bool *nomem)
+{
+	void *bigger;
+	size_t want = *cap ? *cap * 2 : 64;
+
+	if (n < *cap)
+		return arr;
+	bigger = reallocarray(arr, want, size);
+	if (!bigger) {
+		*nomem = true;
+		return NULL;
+	}
+	*cap = want;
+	return bigger;
+}
+
 /* Look at one process for the node, and signal it if `sig` calls for it:
  * SIGSTOP a process neither stopped nor about to, SIGCONT and SIGKILL any. The
  * pidfd is opened before the environment is read again, so that a pid reused
- * meanwhile is never signalled. */
+ * meanwhile is never signalled. `blank` takes a process whose environment
+ * reads as empty, known to be the child of one of the node's. */
 static void local_scan_one(int procfd, const char *pidname, pid_t pid,
-			   const char *entry, size_t len, int sig,
+			   const char *entry, size_t len, int sig, bool blank,
 			   struct local_scan *s)
 {
 	int dirfd = openat(procfd, pidname,
 			   O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	enum local_env want = blank ? LOCAL_ENV_BLANK : LOCAL_ENV_HAS;
+	enum local_env env;
 	int pidfd = -1;
-	bool stopped;
+	bool stopped, pending;
 	char state;
 
 	if (dirfd < 0)
 		return;
-	if (!local_proc_has(dirfd, entry, len))
+	env = local_proc_env(dirfd, entry, len);
+	if (env == LOCAL_ENV_BLANK && !blank) {
+		struct local_blank *b =
+			local_grow(s->blank, &s->capblank, s->nblank,
+				   sizeof(*s->blank), &s->nomem);
+
+		if (b) {
+			s->blank = b;
+			b[s->nblank].pid = pid;
+			b[s->nblank++].ppid = local_proc_ppid(dirfd);
+		}
+		goto out;
+	}
+	/* A blank one may have finished its exec meanwhile. */
+	if (env != want && !(blank && env == LOCAL_ENV_HAS))
 		goto out;
 	if (sig) {
 		pidfd = pidfd_open(pid, 0);
 		if (pidfd < 0 && errno != ENOSYS)
 			goto out; /* gone */
-		if (pidfd >= 0 && !local_proc_has(dirfd, entry, len))
+		env = local_proc_env(dirfd, entry, len);
+		if (pidfd >= 0 && env != LOCAL_ENV_HAS &&
+		    !(blank && env == LOCAL_ENV_BLANK))
 			goto out;
 	}
+	/* Pending first: a process takes SIGSTOP off its pending set and
+	 * enters T under one lock, so it is seen as one or the other. */
+	pending =
+		(sig == 0 || sig == SIGSTOP) && local_proc_stop_pending(dirfd);
 	state = local_proc_state(dirfd);
 	if (state == 0 || state == 'Z' || state == 'X')
 		goto out;
+	if (!blank) {
+		pid_t *m = local_grow(s->mine, &s->capmine, s->nmine,
+				      sizeof(*s->mine), &s->nomem);
+
+		if (m) {
+			s->mine = m;
+			m[s->nmine++] = pid;
+		}
+	}
 	s->found++;
-	stopped = state == 'T' || state == 't' ||
-		  ((sig == 0 || sig == SIGSTOP) &&
-		   local_proc_stop_pending(dirfd));
+	stopped = pending || state == 'T' || state == 't';
 	if (stopped)
 		s->stopped++;
+
 	if (sig && !(sig == SIGSTOP && stopped)) {
 		if (local_proc_signal(pid, pidfd, sig) < 0) {
 			if (!s->denied)
@@ -443,14 +536,24 @@ out:
 	close(dirfd);
 }
 
+static int local_pid_cmp(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
 /* One pass over /proc for the processes whose environment holds `entry`,
- * sending them `sig` (0: only count them). 0, or -errno. */
+ * sending them `sig` (0: only count them). A child of one of them caught in
+ * the middle of an exec shows no environment yet: it is the node's too.
+ * 0, or -errno. */
 static int local_scan_pass(const char *entry, int sig, struct local_scan *s)
 {
 	size_t len = strlen(entry);
 	pid_t self = getpid();
 	struct dirent *e;
 	DIR *d = opendir("/proc");
+	int rc = 0;
 
 	memset(s, 0, sizeof(*s));
 	if (!d)
@@ -465,10 +568,29 @@ static int local_scan_pass(const char *entry, int sig, struct local_scan *s)
 		if (*end || pid <= 0 || pid > INT_MAX || pid == self)
 			continue;
 		local_scan_one(dirfd(d), e->d_name, (pid_t)pid, entry, len, sig,
-			       s);
+			       false, s);
+	}
+	if (s->nmine)
+		qsort(s->mine, s->nmine, sizeof(*s->mine), local_pid_cmp);
+	for (size_t i = 0; s->nmine && i < s->nblank; i++) {
+		char name[16];
+
+		if (!bsearch(&s->blank[i].ppid, s->mine, s->nmine,
+			     sizeof(*s->mine), local_pid_cmp))
+			continue;
+		snprintf(name, sizeof(name), "%d", (int)s->blank[i].pid);
+		local_scan_one(dirfd(d), name, s->blank[i].pid, entry, len, sig,
+			       true, s);
 	}
 	closedir(d);
-	return 0;
+	if (s->nomem)
+		rc = -ENOMEM;
+	free(s->mine);
+	free(s->blank);
+	s->mine = NULL;
+	s->blank = NULL;
+	s->nmine = s->capmine = s->nblank = s->capblank = 0;
+	return rc;
 }
 
 /* Signal every process of the node, again and again until a pass finds
@@ -479,6 +601,7 @@ static int local_signal_node(const struct provider_node *node, int sig,
 	char entry[LOCAL_ENTRY_MAX], name[LOCAL_NAME_MAX];
 	struct local_scan s = {0};
 	long delay = LOCAL_ROUND_FIRST;
+	int clean = 0;
 	int rc = local_node_entry(node, entry, sizeof(entry), err, errlen);
 
 	if (rc < 0)
@@ -499,7 +622,11 @@ static int local_signal_node(const struct provider_node *node, int sig,
 				    local_strerror(EPERM));
 			return -EPERM;
 		}
-		if (sig == SIGSTOP && s.signalled == 0)
+		/* Two clean passes in a row: a child in the middle of its
+		 * exec shows an empty environment for a moment, and one pass
+		 * can miss it. */
+		clean = sig == SIGSTOP && s.signalled == 0 ? clean + 1 : 0;
+		if (clean == 2 || (clean && s.found == 0))
 			return 0;
 		if (sig == SIGKILL && s.found == 0)
 			return 0;
@@ -507,7 +634,9 @@ static int local_signal_node(const struct provider_node *node, int sig,
 		 * continued one forked while we scanned. */
 		if (sig == SIGCONT && (s.found == 0 || pass == 1))
 			return 0;
-		if (sig != SIGCONT) {
+		if (clean) {
+			local_sleep(LOCAL_ROUND_FIRST);
+		} else if (sig != SIGCONT) {
 			local_sleep(delay);
 			delay = delay * 2 > LOCAL_ROUND_MAX ? LOCAL_ROUND_MAX
 							    : delay * 2;

@@ -73,18 +73,18 @@ static bool proc_alive(long pid)
 }
 
 /* Whether the process is stopped, or has SIGSTOP pending: a shell waiting
- * in vfork for a child stopped before its exec stays in state D. */
+ * in vfork for a child stopped before its exec stays in state D. Pending is
+ * read first: the signal leaves it as the process enters T. */
 static bool proc_stopped(long pid)
 {
 	char path[64], buf[4096], *v;
-	char s = proc_state(pid);
 
-	if (s == 'T')
-		return true;
 	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
 	read_text(path, buf, sizeof(buf));
 	v = strstr(buf, "\nShdPnd:");
-	return v && strtoull(v + 8, NULL, 16) & (1ULL << (SIGSTOP - 1));
+	if (v && strtoull(v + 8, NULL, 16) & (1ULL << (SIGSTOP - 1)))
+		return true;
+	return proc_state(pid) == 'T';
 }
 
 /* Whether the process is gone within half a second: a process killed a
