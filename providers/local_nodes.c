@@ -350,29 +350,44 @@ static enum local_env local_proc_env(int dirfd, const char *entry, size_t len)
 	return found || (match && pos == len) ? LOCAL_ENV_HAS : LOCAL_ENV_OTHER;
 }
 
-/* The state letter in /proc/PID/stat ('R', 'S', 'T'...), or 0. */
-static char local_proc_state(int dirfd)
+/* The fields of /proc/PID/stat after "PID (COMM) ", read into buf, or NULL.
+ * COMM may hold ')' but the fields after it are numbers. */
+static const char *local_proc_stat(int dirfd, char *buf, size_t size)
 {
-	char buf[256];
 	const char *paren;
 	ssize_t n;
 	int fd = openat(dirfd, "stat", O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
-		return 0;
+		return NULL;
 	do
-		n = read(fd, buf, sizeof(buf) - 1);
+		n = read(fd, buf, size - 1);
 	while (n < 0 && errno == EINTR);
 	close(fd);
 	if (n <= 0)
-		return 0;
+		return NULL;
 	buf[n] = '\0';
-	/* "PID (COMM) S ...": COMM may hold ')' but the fields after it
-	 * are numbers. */
 	paren = memrchr(buf, ')', (size_t)n);
-	if (!paren || paren + 2 >= buf + n)
-		return 0;
-	return paren[2];
+	return paren && paren + 2 < buf + n ? paren + 2 : NULL;
+}
+
+/* The state letter in /proc/PID/stat ('R', 'S', 'T'...), or 0. */
+static char local_proc_state(int dirfd)
+{
+	char buf[256];
+	const char *f = local_proc_stat(dirfd, buf, sizeof(buf));
+
+	return f ? f[0] : 0;
+}
+
+/* The parent's pid from /proc/PID/stat ("S PPID ..."), or 0. */
+static pid_t local_proc_ppid(int dirfd)
+{
+	char buf[256];
+	const char *f = local_proc_stat(dirfd, buf, sizeof(buf));
+	long ppid = f && f[1] == ' ' ? strtol(f + 2, NULL, 10) : 0;
+
+	return ppid > 0 && ppid <= INT_MAX ? (pid_t)ppid : 0;
 }
 
 /* Whether SIGSTOP is pending for the process: it stops as soon as it leaves
@@ -412,31 +427,6 @@ static int local_proc_signal(pid_t pid, int pidfd, int sig)
 			    : kill(pid, sig);
 
 	return rc < 0 && errno != ESRCH ? -errno : 0;
-}
-
-/* The parent's pid from /proc/PID/stat, or 0. */
-static pid_t local_proc_ppid(int dirfd)
-{
-	char buf[256];
-	const char *paren;
-	ssize_t n;
-	long ppid;
-	int fd = openat(dirfd, "stat", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return 0;
-	do
-		n = read(fd, buf, sizeof(buf) - 1);
-	while (n < 0 && errno == EINTR);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	paren = memrchr(buf, ')', (size_t)n);
-	if (!paren || paren + 4 >= buf + n)
-		return 0;
-	ppid = strtol(paren + 4, NULL, 10); /* ") S PPID" */
-	return ppid > 0 && ppid <= INT_MAX ? (pid_t)ppid : 0;
 }
 
 /* Append to one of the pass's lists; on failure the pass reports ENOMEM. */
