@@ -135,8 +135,13 @@ struct provider_ops {
 	void (*close)(struct provider *p);
 };
 
+struct remote;
+
 struct provider {
 	const struct provider_ops *ops;
+	/* The nodes of a provider that reaches them over SSH (hosts, ec2),
+	 * for the files/ ops they share (remote_file_ops); else NULL. */
+	struct remote *remote;
 	/* Set by the lifecycle: called (from any thread, no lock held)
 	 * when what reach() says of a node changed. */
 	void (*notify)(void *ctx, const char *handle, int rank);

@@ -431,7 +431,9 @@ static int ssh_record_key(struct ssh_conn *c, const char *key, size_t len,
 	char name[300];
 	int rc = 0;
 
-	if (c->p.port == 22)
+	if (*c->p.key_alias)
+		snprintf(name, sizeof(name), "%s", c->p.key_alias);
+	else if (c->p.port == 22)
 		snprintf(name, sizeof(name), "%s", c->p.host);
 	else
 		snprintf(name, sizeof(name), "[%s]:%d", c->p.host, c->p.port);
@@ -498,14 +500,19 @@ static int ssh_check_host_key(struct ssh_conn *c, char *err, size_t errlen)
 	const char *home = getenv("HOME");
 	const char *files[3];
 	size_t len = 0;
-	int type = 0, bits, found = 0;
+	int type = 0, bits, found = 0, keyport = c->p.port;
 	const char *key = libssh2_session_hostkey(c->s, &len, &type);
+	const char *keyname = c->p.host;
 
 	if (!key) {
 		snprintf(err, errlen, "%s sent no host key", c->name);
 		return -EIO;
 	}
 	bits = ssh_key_bits(type);
+	if (*c->p.key_alias) {
+		keyname = c->p.key_alias;
+		keyport = 22;
+	}
 	snprintf(home_hosts, sizeof(home_hosts), "%s/.ssh/known_hosts",
 		 home ? home : "");
 	files[0] = home ? home_hosts : NULL;
@@ -513,7 +520,7 @@ static int ssh_check_host_key(struct ssh_conn *c, char *err, size_t errlen)
 	files[2] = c->p.own_hosts;
 	ssh_fingerprint(c->s, fp, sizeof(fp));
 	for (size_t i = 0; i < 3; i++) {
-		int rc = ssh_known_in(c->s, files[i], c->p.host, c->p.port, key,
+		int rc = ssh_known_in(c->s, files[i], keyname, keyport, key,
 				      len, bits);
 
 		if (rc == LIBSSH2_KNOWNHOST_CHECK_MATCH)

@@ -22,6 +22,9 @@ struct ssh_params {
 	char known_hosts[PATH_MAX]; /* another known-hosts file, or "" */
 	char own_hosts[PATH_MAX];   /* cclfs's own known-hosts file */
 	bool record_new;	    /* record an unknown host key there */
+	/* The name the host key is known under ("": host, or [host]:port);
+	 * a cloud instance's id keeps its key across address changes. */
+	char key_alias[128];
 	int connect_timeout_ms;
 	int keepalive_s;
 };

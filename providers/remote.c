@@ -1,0 +1,692 @@
+/* Nodes reached over SSH, shared by the hosts and ec2 providers: one
+ * connection per node (a ManagerWorkers worker's through its manager's),
+ * commands in a session of their own marked with the node, so that signals
+ * find what they started, and the working directory over SFTP. */
+#include "providers/remote.h"
+
+#include "providers/ssh_sftp.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A node of a cluster, with its connection. */
+struct remote_node {
+	struct remote_node *next;
+	struct remote *r;
+	char handle[65];
+	int rank;
+	struct ssh_conn *conn;
+	struct remote_node *manager; /* the node this one is reached through */
+	int refs;
+	bool gone;
+};
+
+struct remote {
+	struct provider *owner;
+	remote_params_fn params;
+	void *ctx;
+	int command_timeout_ms;
+	pthread_mutex_t lock;
+	struct remote_node *nodes;
+	atomic_uint seq;
+};
+
+/* An open file of files/: the node stays while it is open. */
+struct remote_file {
+	struct remote_node *nd;
+	struct ssh_file *f;
+};
+
+static void remote_changed(void *ctx)
+{
+	struct remote_node *nd = ctx;
+	struct provider *p = nd->r->owner;
+
+	if (p->notify)
+		p->notify(p->notify_ctx, nd->handle, nd->rank);
+}
+
+static struct remote_node *remote_find(struct remote *r, const char *handle,
+				       int rank)
+{
+	for (struct remote_node *nd = r->nodes; nd; nd = nd->next)
+		if (!nd->gone && nd->rank == rank &&
+		    strcmp(nd->handle, handle) == 0)
+			return nd;
+	return NULL;
+}
+
+/* The node's connection, made on first use (lock held). A worker of a
+ * ManagerWorkers cluster is reached through its manager. */
+static struct remote_node *remote_get_locked(struct remote *r,
+					     const struct provider_node *pn,
+					     int rank, char *err, size_t errlen)
+{
+	struct remote_node *nd = remote_find(r, pn->handle, rank);
+	struct remote_node *mgr = NULL;
+	struct ssh_params sp;
+
+	if (nd) {
+		nd->refs++;
+		return nd;
+	}
+	memset(&sp, 0, sizeof(sp));
+	if (r->params(r->ctx, pn, rank, &sp, err, errlen))
+		return NULL;
+	if (pn->tunneled && rank >= 0) {
+		mgr = remote_get_locked(r, pn, -1, err, errlen);
+		if (!mgr)
+			return NULL;
+	}
+	nd = calloc(1, sizeof(*nd));
+	if (!nd) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	nd->r = r;
+	snprintf(nd->handle, sizeof(nd->handle), "%s", pn->handle);
+	nd->rank = rank;
+	nd->manager = mgr;
+	nd->conn =
+		ssh_conn_new(&sp, mgr ? mgr->conn : NULL, remote_changed, nd);
+	if (!nd->conn) {
+		snprintf(err, errlen, "cannot start a connection to %s",
+			 sp.host);
+		free(nd);
+		goto fail;
+	}
+	nd->refs = 1;
+	nd->next = r->nodes;
+	r->nodes = nd;
+	return nd;
+fail:
+	if (mgr)
+		mgr->refs--;
+	return NULL;
+}
+
+static struct remote_node *remote_get(struct remote *r,
+				      const struct provider_node *pn, char *err,
+				      size_t errlen)
+{
+	struct remote_node *nd;
+
+	pthread_mutex_lock(&r->lock);
+	nd = remote_get_locked(r, pn, pn->rank, err, errlen);
+	pthread_mutex_unlock(&r->lock);
+	return nd;
+}
+
+/* Drop a reference; the last one of a node that is gone frees it (and
+ * then its manager's). */
+static void remote_put(struct remote_node *nd)
+{
+	while (nd) {
+		struct remote *r = nd->r;
+		struct remote_node *mgr = NULL, **pp;
+		bool free_it;
+
+		pthread_mutex_lock(&r->lock);
+		free_it = --nd->refs == 0 && nd->gone;
+		if (free_it) {
+			for (pp = &r->nodes; *pp; pp = &(*pp)->next)
+				if (*pp == nd) {
+					*pp = nd->next;
+					break;
+				}
+			mgr = nd->manager;
+		}
+		pthread_mutex_unlock(&r->lock);
+		if (!free_it)
+			return;
+		ssh_conn_free(nd->conn);
+		free(nd);
+		nd = mgr;
+	}
+}
+
+void remote_forget(struct remote *r, const char *handle, int rank)
+{
+	struct remote_node *nd;
+
+	pthread_mutex_lock(&r->lock);
+	nd = remote_find(r, handle, rank);
+	if (nd) {
+		nd->gone = true;
+		nd->refs++;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (nd)
+		remote_put(nd);
+}
+
+/* --- commands on a node --- */
+
+/* The marker that finds a node's processes, or one command's. */
+static void remote_marker(const struct provider_node *pn, unsigned seq,
+			  char *out, size_t len)
+{
+	if (seq)
+		snprintf(out, len, "CCLFS_EXEC=%s/%d/%u", pn->handle, pn->rank,
+			 seq);
+	else
+		snprintf(out, len, "CCLFS_INSTANCE=%s/%d", pn->handle,
+			 pn->rank);
+}
+
+/* A script that sends sig to every process whose environment holds the
+ * marker; with KILL, repeated until none is left. */
+static int remote_signal_script(const char *marker, const char *sig, char *out,
+				size_t len)
+{
+	char q[256];
+
+	if (ssh_quote(marker, q, sizeof(q)))
+		return -1;
+	snprintf(out, len,
+		 "m=%s; for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 "
+		 "18 19 20; do p=$(grep -lzxF \"$m\" /proc/[0-9]*/environ "
+		 "2>/dev/null | cut -d/ -f3); [ -n \"$p\" ] || exit 0; "
+		 "kill -%s $p 2>/dev/null; [ %s = KILL ] || exit 0; "
+		 "sleep 0.05; done; exit 1",
+		 q, sig, sig);
+	return 0;
+}
+
+/* Run one of cclfs's own commands (`what` names it in errors). */
+static int remote_simple(struct remote_node *nd, const char *what,
+			 const char *command, char *err, size_t errlen)
+{
+	struct ssh_exec x = {.command = command,
+			     .out_fd = -1,
+			     .err_fd = -1,
+			     .timeout_ms = 60000};
+	int rc = ssh_exec(nd->conn, &x, NULL, NULL, err, errlen);
+
+	if (rc == 0 && x.exit_status != 0) {
+		x.errtext[strcspn(x.errtext, "\n")] = '\0';
+		snprintf(err, errlen,
+			 "%s on node %d of %s exited with status %d%s%s", what,
+			 nd->rank, nd->handle, x.exit_status,
+			 *x.errtext ? ": " : "", x.errtext);
+		rc = -EIO;
+	}
+	return rc;
+}
+
+static int remote_signal_seq(struct remote *r, const struct provider_node *node,
+			     const char *sig, unsigned seq, char *err,
+			     size_t errlen)
+{
+	struct remote_node *nd = remote_get(r, node, err, errlen);
+	char marker[160], script[768], what[32];
+	int rc;
+
+	if (!nd)
+		return -EIO;
+	remote_marker(node, seq, marker, sizeof(marker));
+	if (remote_signal_script(marker, sig, script, sizeof(script))) {
+		remote_put(nd);
+		snprintf(err, errlen, "the cluster handle is too long");
+		return -EINVAL;
+	}
+	snprintf(what, sizeof(what), "sending SIG%s", sig);
+	rc = remote_simple(nd, what, script, err, errlen);
+	remote_put(nd);
+	return rc;
+}
+
+int remote_signal(struct remote *r, const struct provider_node *node,
+		  const char *sig, char *err, size_t errlen)
+{
+	return remote_signal_seq(r, node, sig, 0, err, errlen);
+}
+
+/* Connect to every node at once and make its working directory. */
+int remote_mkdirs(struct remote *r, const struct provider_node *nodes, size_t n,
+		  char *err, size_t errlen)
+{
+	struct remote_node **nds = calloc(n ? n : 1, sizeof(*nds));
+	struct ssh_exec *xs = calloc(n ? n : 1, sizeof(*xs));
+	char(*cmds)[PROVIDER_PATH_MAX + 32] = calloc(n ? n : 1, sizeof(*cmds));
+	int rc = 0;
+
+	if (!nds || !xs || !cmds) {
+		free(nds);
+		free(xs);
+		free(cmds);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		char q[PROVIDER_PATH_MAX + 8];
+
+		nds[i] = remote_get(r, &nodes[i], err, errlen);
+		if (!nds[i] || ssh_quote(nodes[i].workdir, q, sizeof(q)) != 0) {
+			rc = -EIO;
+			break;
+		}
+		snprintf(cmds[i], sizeof(cmds[i]), "mkdir -p %s", q);
+		xs[i].command = cmds[i];
+		xs[i].out_fd = xs[i].err_fd = -1;
+		xs[i].timeout_ms = 60000;
+		if (ssh_exec_start(nds[i]->conn, &xs[i], err, errlen)) {
+			remote_put(nds[i]);
+			nds[i] = NULL;
+			rc = -EIO;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		char e[SSH_ERR_MAX];
+		int rr;
+
+		if (!nds[i])
+			continue;
+		rr = ssh_exec_wait(nds[i]->conn, &xs[i], NULL, NULL, e,
+				   sizeof(e));
+		if (rr == 0 && xs[i].exit_status != 0) {
+			xs[i].errtext[strcspn(xs[i].errtext, "\n")] = '\0';
+			snprintf(e, sizeof(e),
+				 "cannot make the working directory %s on "
+				 "%s: %s",
+				 nodes[i].workdir, nodes[i].instance_id,
+				 xs[i].errtext);
+			rr = -EIO;
+		}
+		if (rr && rc == 0) {
+			rc = rr;
+			snprintf(err, errlen, "%s: %s", nodes[i].instance_id,
+				 e);
+		}
+		remote_put(nds[i]);
+	}
+	free(nds);
+	free(xs);
+	free(cmds);
+	return rc;
+}
+
+int remote_cleanup(struct remote *r, const struct provider_node *node,
+		   char *err, size_t errlen)
+{
+	struct remote_node *nd;
+	char q[PROVIDER_PATH_MAX + 8], cmd[2 * PROVIDER_PATH_MAX + 64];
+	int rc = remote_signal(r, node, "KILL", err, errlen);
+
+	if (rc || !*node->workdir)
+		return rc;
+	if (ssh_quote(node->workdir, q, sizeof(q))) {
+		snprintf(err, errlen, "the working directory is too long");
+		return -ENAMETOOLONG;
+	}
+	nd = remote_get(r, node, err, errlen);
+	if (!nd)
+		return -EIO;
+	snprintf(cmd, sizeof(cmd),
+		 "rm -rf %s; rmdir .cclfs/%s .cclfs 2>/dev/null; exit 0", q,
+		 node->handle);
+	rc = remote_simple(nd, "removing the working directory", cmd, err,
+			   errlen);
+	remote_put(nd);
+	return rc;
+}
+
+/* The remote command: in the working directory, with the markers and the
+ * environment exported, in a session of its own. */
+static int remote_command(const struct provider_node *pn,
+			  const struct provider_run *run, unsigned seq,
+			  char **out)
+{
+	char marker[160], exec_marker[160], q[PROVIDER_PATH_MAX + 8];
+	size_t cap = strlen(run->command) * 4 + 8192, o = 0;
+	char *s = malloc(cap), *cq = malloc(strlen(run->command) * 4 + 8);
+
+	if (!s || !cq || ssh_quote(pn->workdir, q, sizeof(q)) ||
+	    ssh_quote(run->command, cq, strlen(run->command) * 4 + 8)) {
+		free(s);
+		free(cq);
+		return -ENOMEM;
+	}
+	remote_marker(pn, 0, marker, sizeof(marker));
+	remote_marker(pn, seq, exec_marker, sizeof(exec_marker));
+	o += (size_t)snprintf(s + o, cap - o, "cd %s || exit 127; export %s %s",
+			      q, marker, exec_marker);
+	for (size_t i = 0; run->env && run->env[i] && o < cap; i++) {
+		const char *eq = strchr(run->env[i], '=');
+		char v[PROVIDER_PATH_MAX + 8];
+
+		if (!eq || ssh_quote(eq + 1, v, sizeof(v)))
+			continue;
+		o += (size_t)snprintf(s + o, cap - o, " %.*s=%s",
+				      (int)(eq - run->env[i]), run->env[i], v);
+	}
+	if (o < cap)
+		snprintf(s + o, cap - o, "; setsid sh -c %s; exit $?", cq);
+	free(cq);
+	*out = s;
+	return 0;
+}
+
+static int remote_open_output(const char *path)
+{
+	return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+}
+
+int remote_run(struct remote *r, const struct provider_node *node,
+	       struct provider_run *run, char *err, size_t errlen)
+{
+	unsigned seq = atomic_fetch_add(&r->seq, 1) + 1;
+	struct ssh_exec x = {.timeout_ms = r->command_timeout_ms};
+	struct remote_node *nd;
+	char *cmd = NULL;
+	int rc;
+
+	run->exit_status = -1;
+	if (remote_command(node, run, seq, &cmd)) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	x.command = cmd;
+	x.out_fd = run->stdout_path ? remote_open_output(run->stdout_path) : -1;
+	x.err_fd = run->stderr_path ? remote_open_output(run->stderr_path) : -1;
+	nd = remote_get(r, node, err, errlen);
+	if (!nd) {
+		rc = -EIO;
+	} else {
+		rc = ssh_exec(nd->conn, &x, run->cancelled, run->cancel_ctx,
+			      err, errlen);
+		if (rc == -EINTR || rc == -ETIMEDOUT) {
+			/* Its channel is closed; what it started goes too. */
+			char e[SSH_ERR_MAX];
+
+			remote_signal_seq(r, node, "KILL", seq, e, sizeof(e));
+		}
+		remote_put(nd);
+	}
+	if (x.out_fd >= 0)
+		close(x.out_fd);
+	if (x.err_fd >= 0)
+		close(x.err_fd);
+	free(cmd);
+	if (rc == 0)
+		run->exit_status = x.exit_status;
+	return rc;
+}
+
+int remote_reach(struct remote *r, const struct provider_node *node, char *buf,
+		 size_t len)
+{
+	struct remote_node *nd;
+	int rc = -1;
+
+	pthread_mutex_lock(&r->lock);
+	nd = remote_find(r, node->handle, node->rank);
+	if (nd) {
+		ssh_conn_status(nd->conn, buf, len, NULL);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+struct remote *remote_new(struct provider *owner, remote_params_fn params,
+			  void *ctx, int command_timeout_ms)
+{
+	struct remote *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->owner = owner;
+	r->params = params;
+	r->ctx = ctx;
+	r->command_timeout_ms = command_timeout_ms;
+	pthread_mutex_init(&r->lock, NULL);
+	atomic_init(&r->seq, 0);
+	return r;
+}
+
+void remote_free(struct remote *r)
+{
+	if (!r)
+		return;
+	/* Workers first: their sessions run through their managers'. */
+	for (int pass = 0; pass < 2; pass++) {
+		struct remote_node **pp = &r->nodes;
+
+		while (*pp) {
+			struct remote_node *nd = *pp;
+
+			if ((pass == 0) != (nd->manager != NULL)) {
+				pp = &nd->next;
+				continue;
+			}
+			*pp = nd->next;
+			ssh_conn_free(nd->conn);
+			free(nd);
+		}
+	}
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
+
+/* --- files/ over SFTP --- */
+
+static int remote_path(const struct provider_node *node, const char *path,
+		       char *out, size_t len)
+{
+	int n = snprintf(out, len, "%s%s%s", node->workdir, *path ? "/" : "",
+			 path);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* Run an SFTP call on the node's connection with its path. */
+#define REMOTE_FILE_CALL(p, node, path, call)                                  \
+	do {                                                                   \
+		struct remote_node *nd_;                                       \
+		char full_[PROVIDER_PATH_MAX + 1], e_[SSH_ERR_MAX];            \
+		int rc_ = remote_path(node, path, full_, sizeof(full_));       \
+		if (rc_)                                                       \
+			return rc_;                                            \
+		nd_ = remote_get((p)->remote, node, e_, sizeof(e_));           \
+		if (!nd_)                                                      \
+			return -EIO;                                           \
+		rc_ = call;                                                    \
+		remote_put(nd_);                                               \
+		return rc_;                                                    \
+	} while (0)
+
+static int remote_files_getattr(struct provider *p,
+				const struct provider_node *node,
+				const char *path, struct stat *st)
+{
+	REMOTE_FILE_CALL(p, node, path, ssh_sftp_stat(nd_->conn, full_, st));
+}
+
+static int remote_files_readdir(
+	struct provider *p, const struct provider_node *node, const char *path,
+	int (*fn)(void *ctx, const char *name, const struct stat *st),
+	void *ctx)
+{
+	REMOTE_FILE_CALL(p, node, path,
+			 ssh_sftp_readdir(nd_->conn, full_, fn, ctx));
+}
+
+static int remote_files_open(struct provider *p,
+			     const struct provider_node *node, const char *path,
+			     int flags, mode_t mode, uint64_t *fh)
+{
+	struct remote_file *hf = calloc(1, sizeof(*hf));
+	char full[PROVIDER_PATH_MAX + 1], e[SSH_ERR_MAX];
+	int rc;
+
+	if (!hf)
+		return -ENOMEM;
+	rc = remote_path(node, path, full, sizeof(full));
+	hf->nd = rc ? NULL : remote_get(p->remote, node, e, sizeof(e));
+	if (!rc && !hf->nd)
+		rc = -EIO;
+	if (!rc)
+		rc = ssh_sftp_open(hf->nd->conn, full, flags, mode, &hf->f);
+	if (rc) {
+		if (hf->nd)
+			remote_put(hf->nd);
+		free(hf);
+		return rc;
+	}
+	*fh = (uint64_t)(uintptr_t)hf;
+	return 0;
+}
+
+static struct remote_file *remote_fh(uint64_t fh)
+{
+	return (struct remote_file *)(uintptr_t)fh;
+}
+
+static int remote_files_read(struct provider *p, uint64_t fh, char *buf,
+			     size_t size, off_t off)
+{
+	(void)p;
+	return ssh_sftp_read(remote_fh(fh)->f, buf, size, off);
+}
+
+static int remote_files_write(struct provider *p, uint64_t fh, const char *buf,
+			      size_t size, off_t off)
+{
+	(void)p;
+	return ssh_sftp_write(remote_fh(fh)->f, buf, size, off);
+}
+
+static int remote_files_fsync(struct provider *p, uint64_t fh)
+{
+	(void)p;
+	return ssh_sftp_fsync(remote_fh(fh)->f);
+}
+
+static int remote_files_fgetattr(struct provider *p, uint64_t fh,
+				 struct stat *st)
+{
+	(void)p;
+	return ssh_sftp_fstat(remote_fh(fh)->f, st);
+}
+
+static int remote_files_ftruncate(struct provider *p, uint64_t fh, off_t size)
+{
+	(void)p;
+	return ssh_sftp_fsetsize(remote_fh(fh)->f, size);
+}
+
+static int remote_files_close(struct provider *p, uint64_t fh)
+{
+	struct remote_file *hf = remote_fh(fh);
+	int rc = ssh_sftp_close(hf->f);
+
+	(void)p;
+	remote_put(hf->nd);
+	free(hf);
+	return rc;
+}
+
+static int remote_files_truncate(struct provider *p,
+				 const struct provider_node *node,
+				 const char *path, off_t size)
+{
+	REMOTE_FILE_CALL(p, node, path,
+			 ssh_sftp_setsize(nd_->conn, full_, size));
+}
+
+static int remote_files_mkdir(struct provider *p,
+			      const struct provider_node *node,
+			      const char *path, mode_t mode)
+{
+	REMOTE_FILE_CALL(p, node, path, ssh_sftp_mkdir(nd_->conn, full_, mode));
+}
+
+static int remote_files_unlink(struct provider *p,
+			       const struct provider_node *node,
+			       const char *path)
+{
+	REMOTE_FILE_CALL(p, node, path, ssh_sftp_unlink(nd_->conn, full_));
+}
+
+static int remote_files_rmdir(struct provider *p,
+			      const struct provider_node *node,
+			      const char *path)
+{
+	REMOTE_FILE_CALL(p, node, path, ssh_sftp_rmdir(nd_->conn, full_));
+}
+
+static int remote_files_rename(struct provider *p,
+			       const struct provider_node *node,
+			       const char *from, const char *to,
+			       unsigned int flags)
+{
+	char to_full[PROVIDER_PATH_MAX + 1];
+
+	if (remote_path(node, to, to_full, sizeof(to_full)))
+		return -ENAMETOOLONG;
+	REMOTE_FILE_CALL(p, node, from,
+			 ssh_sftp_rename(nd_->conn, full_, to_full, flags));
+}
+
+static int remote_files_chmod(struct provider *p,
+			      const struct provider_node *node,
+			      const char *path, mode_t mode)
+{
+	REMOTE_FILE_CALL(p, node, path, ssh_sftp_chmod(nd_->conn, full_, mode));
+}
+
+static int remote_files_utimens(struct provider *p,
+				const struct provider_node *node,
+				const char *path, const struct timespec tv[2])
+{
+	REMOTE_FILE_CALL(p, node, path, ssh_sftp_utimens(nd_->conn, full_, tv));
+}
+
+static int remote_files_symlink(struct provider *p,
+				const struct provider_node *node,
+				const char *target, const char *path)
+{
+	(void)p;
+	(void)node;
+	(void)target;
+	(void)path;
+	return -EOPNOTSUPP;
+}
+
+static int remote_files_readlink(struct provider *p,
+				 const struct provider_node *node,
+				 const char *path, char *buf, size_t size)
+{
+	REMOTE_FILE_CALL(p, node, path,
+			 ssh_sftp_readlink(nd_->conn, full_, buf, size));
+}
+
+const struct provider_file_ops remote_file_ops = {
+	.getattr = remote_files_getattr,
+	.readdir = remote_files_readdir,
+	.open = remote_files_open,
+	.read = remote_files_read,
+	.write = remote_files_write,
+	.fsync = remote_files_fsync,
+	.fgetattr = remote_files_fgetattr,
+	.ftruncate = remote_files_ftruncate,
+	.close = remote_files_close,
+	.truncate = remote_files_truncate,
+	.mkdir = remote_files_mkdir,
+	.unlink = remote_files_unlink,
+	.rmdir = remote_files_rmdir,
+	.rename = remote_files_rename,
+	.chmod = remote_files_chmod,
+	.utimens = remote_files_utimens,
+	.symlink = remote_files_symlink,
+	.readlink = remote_files_readlink,
+};
