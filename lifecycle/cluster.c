@@ -6,10 +6,12 @@
 #include "lifecycle/cluster_priv.h"
 
 #include "lifecycle/contract.h"
+#include "lifecycle/ec2conf.h"
 #include "lifecycle/hostsconf.h"
 #include "lifecycle/model_priv.h"
 #include "lifecycle/resolution.h"
 #include "lifecycle/store.h"
+#include "providers/ec2.h"
 #include "providers/hosts.h"
 #include "providers/provider.h"
 
@@ -206,6 +208,8 @@ static int cluster_store(struct model *m, const struct cluster *c, char *err,
 		.price = c->price,
 		.ssh_user = c->ssh_user,
 		.ssh_keyfile = c->ssh_keyfile,
+		.token = c->token,
+		.options = c->options,
 	};
 
 	return store_cluster_put(m->store, &sc, err, errlen);
@@ -342,6 +346,8 @@ struct provider *cluster_provider(struct model *m, const struct cluster_node *n)
 		return m->local;
 	if (strcmp(n->provider, "hosts") == 0)
 		return m->hosts;
+	if (strcmp(n->provider, "ec2") == 0)
+		return m->ec2;
 	return NULL;
 }
 
@@ -350,25 +356,43 @@ struct provider *cluster_provider(struct model *m, const struct cluster_node *n)
 static void cluster_job_deploy(struct model *m, struct cluster *c)
 {
 	char handle[CONTRACT_NAME_MAX + 1], err[MODEL_ERR_MAX];
-	struct provider_node step[CLUSTER_DEPLOY_STEP];
-	size_t idx[CLUSTER_DEPLOY_STEP];
+	struct provider_node *step = NULL;
+	struct cluster_node *saved = NULL;
+	size_t *idx = NULL, cap = 0;
 
 	snprintf(handle, sizeof(handle), "%s", c->handle);
 	for (;;) {
 		struct provider *p = NULL;
-		size_t n = 0;
+		size_t n = 0, max = CLUSTER_DEPLOY_STEP;
 		int rc;
 
 		c = cluster_find(m, handle);
 		if (!c || c->state != CLUSTER_DEPLOYING)
-			return; /* terminated meanwhile */
-		for (size_t i = 0; i < c->nnodes && n < CLUSTER_DEPLOY_STEP;
-		     i++) {
+			goto out; /* terminated meanwhile */
+		if (cap < c->nnodes) {
+			free(step);
+			free(saved);
+			free(idx);
+			cap = c->nnodes;
+			step = calloc(cap, sizeof(*step));
+			saved = calloc(cap, sizeof(*saved));
+			idx = calloc(cap, sizeof(*idx));
+			if (!step || !saved || !idx) {
+				cluster_fail(m, c, "", -ENOMEM,
+					     "deploy failed: out of memory");
+				goto out;
+			}
+		}
+		/* A provider that creates a cluster's nodes together gets
+		 * them all in one step. */
+		for (size_t i = 0; i < c->nnodes && n < max; i++) {
 			if (strcmp(c->nodes[i].state, "creating") != 0)
 				continue;
 			if (p && cluster_provider(m, &c->nodes[i]) != p)
 				break;
 			p = cluster_provider(m, &c->nodes[i]);
+			if (p && p->ops->create_all)
+				max = c->nnodes;
 			idx[n] = i;
 			step[n++] = c->nodes[i].pn;
 		}
@@ -381,13 +405,12 @@ static void cluster_job_deploy(struct model *m, struct cluster *c)
 		pthread_mutex_lock(&m->lock);
 		c = cluster_find(m, handle);
 		if (!c)
-			return;
+			goto out;
 		/* Record every node the provider made, also when it failed
 		 * part way: a later terminate must find them. Memory changes
 		 * only once the store has them. */
 		{
 			char serr[MODEL_ERR_MAX];
-			struct cluster_node saved[CLUSTER_DEPLOY_STEP];
 			size_t made = 0;
 			int src = store_begin(m->store, serr, sizeof(serr));
 
@@ -431,7 +454,7 @@ static void cluster_job_deploy(struct model *m, struct cluster *c)
 				cluster_set_state(m, c, CLUSTER_FAILED, err,
 						  sizeof(err));
 			cluster_fail(m, c, "", -EIO, why);
-			return;
+			goto out;
 		}
 	}
 	if (c->state == CLUSTER_DEPLOYING) {
@@ -441,6 +464,87 @@ static void cluster_job_deploy(struct model *m, struct cluster *c)
 		cluster_set_state_note(m, c, CLUSTER_RUNNING, note, err,
 				       sizeof(err));
 	}
+out:
+	free(step);
+	free(saved);
+	free(idx);
+}
+
+/* A provider that acts on many nodes at once (ec2: one API call for all)
+ * gets every node of the cluster it has from `first` on. Called and
+ * returns with the model locked; 0 when the job goes on, -1 when it
+ * ended (failed, or the cluster changed meanwhile). */
+static int cluster_job_act(struct model *m, struct cluster *c,
+			   struct provider *p, enum cluster_op op, size_t first)
+{
+	static const enum provider_act acts[] = {
+		[CLUSTER_OP_STOP] = PROVIDER_ACT_STOP,
+		[CLUSTER_OP_START] = PROVIDER_ACT_START,
+		[CLUSTER_OP_TERMINATE] = PROVIDER_ACT_TERMINATE,
+	};
+	static const char *const after[] = {
+		[CLUSTER_OP_STOP] = "stopped",
+		[CLUSTER_OP_START] = "running",
+		[CLUSTER_OP_TERMINATE] = "terminated",
+	};
+	char handle[CONTRACT_NAME_MAX + 1], err[MODEL_ERR_MAX] = "";
+	enum cluster_state during = c->state;
+	struct provider_node *v = calloc(c->nnodes, sizeof(*v));
+	size_t *idx = calloc(c->nnodes, sizeof(*idx));
+	size_t n = 0;
+	int rc;
+
+	snprintf(handle, sizeof(handle), "%s", c->handle);
+	if (!v || !idx) {
+		free(v);
+		free(idx);
+		cluster_fail(m, c, "", -ENOMEM, "out of memory");
+		return -1;
+	}
+	for (size_t i = first; i < c->nnodes; i++) {
+		if (cluster_provider(m, &c->nodes[i]) != p ||
+		    strcmp(c->nodes[i].state, "terminated") == 0)
+			continue;
+		idx[n] = i;
+		v[n++] = c->nodes[i].pn;
+	}
+	pthread_mutex_unlock(&m->lock);
+	rc = p->ops->act(p, acts[op], v, n, err, sizeof(err));
+	pthread_mutex_lock(&m->lock);
+	c = cluster_find(m, handle);
+	if (!c || c->state != during) {
+		free(v);
+		free(idx);
+		return -1;
+	}
+	if (rc) {
+		char why[MODEL_ERR_MAX + 64];
+
+		snprintf(why, sizeof(why), "%s failed: %s",
+			 cluster_state_names[during], err);
+		cluster_set_state(m, c, CLUSTER_FAILED, err, sizeof(err));
+		cluster_fail(m, c, "", -EIO, why);
+		free(v);
+		free(idx);
+		return -1;
+	}
+	for (size_t k = 0; k < n; k++) {
+		struct cluster_node *nd = &c->nodes[idx[k]];
+
+		/* A resumed instance may have a new address. */
+		snprintf(nd->pn.address, sizeof(nd->pn.address), "%s",
+			 v[k].address);
+		if (*nd->pn.instance_id || op == CLUSTER_OP_TERMINATE)
+			snprintf(nd->state, sizeof(nd->state), "%s", after[op]);
+		nd->since_ns = model_now();
+		cluster_store_node(m, nd, err, sizeof(err));
+		cluster_notify(m, c, "nodes");
+		c->done++;
+	}
+	cluster_notify(m, c, "state");
+	free(v);
+	free(idx);
+	return 0;
 }
 
 /* Stop, start or terminate every node; then the final state. */
@@ -485,6 +589,12 @@ static void cluster_job_nodes(struct model *m, struct cluster *c,
 		 * a crash or a failed create may have made it unrecorded. */
 		pn = c->nodes[i].pn;
 		p = cluster_provider(m, &c->nodes[i]);
+		if (p && p->ops->act) {
+			if (cluster_job_act(m, c, p, op, i))
+				return;
+			i = c->nnodes - 1; /* it did them all */
+			continue;
+		}
 		pthread_mutex_unlock(&m->lock);
 		err[0] = '\0';
 		if (!p)
@@ -527,12 +637,15 @@ static void cluster_job_nodes(struct model *m, struct cluster *c,
 	cluster_set_state(m, c, how[op].after, err, sizeof(err));
 }
 
+static void cluster_check_ec2(struct model *m);
+
 static void *cluster_jobs_main(void *arg)
 {
 	struct model *m = arg;
 	struct cluster_jobs *j = m->jobs;
 
 	pthread_mutex_lock(&m->lock);
+	cluster_check_ec2(m);
 	while (!j->stop) {
 		struct cluster_job job;
 		struct cluster *c;
@@ -584,6 +697,8 @@ static int cluster_load_one(void *ctx, const struct store_cluster *sc)
 	c->log_ns = sc->state_ns;
 	snprintf(c->ssh_user, sizeof(c->ssh_user), "%s", sc->ssh_user);
 	snprintf(c->ssh_keyfile, sizeof(c->ssh_keyfile), "%s", sc->ssh_keyfile);
+	snprintf(c->token, sizeof(c->token), "%s", sc->token);
+	snprintf(c->options, sizeof(c->options), "%s", sc->options);
 	if (!c->resolution || !c->error || cluster_insert(m, c)) {
 		cluster_free(c);
 		return -1;
@@ -600,6 +715,8 @@ static void cluster_node_login(const struct cluster *c, struct cluster_node *n)
 	snprintf(n->pn.keyfile, sizeof(n->pn.keyfile), "%s", c->ssh_keyfile);
 	n->pn.tunneled = strcmp(c->cluster_type, "ManagerWorkers") == 0 &&
 			 n->pn.rank >= 0;
+	snprintf(n->pn.token, sizeof(n->pn.token), "%s", c->token);
+	snprintf(n->pn.options, sizeof(n->pn.options), "%s", c->options);
 }
 
 static int cluster_load_node(void *ctx, const struct store_node *sn)
@@ -686,6 +803,88 @@ static int cluster_open_hosts(struct model *m, char *err, size_t errlen)
 	return 0;
 }
 
+/* The ec2 provider: always there (it needs credentials only when it
+ * acts); it learns the instances of the clusters of the store. */
+static int cluster_open_ec2(struct model *m, char *err, size_t errlen)
+{
+	struct ec2_settings s;
+
+	if (ec2conf_read(m->config, m->statedir, &s, err, errlen))
+		return -1;
+	if (mkdir(s.keydir, 0700) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "cannot create %s: %s", s.keydir,
+			 strerror(errno));
+		return -1;
+	}
+	m->ec2 = ec2_provider_open(&s, err, errlen);
+	if (!m->ec2)
+		return -1;
+	m->ec2->notify = cluster_reach_changed;
+	m->ec2->notify_ctx = m;
+	for (size_t i = 0; i < m->nclusters; i++) {
+		const struct cluster *c = m->clusters[i];
+
+		for (size_t k = 0; k < c->nnodes; k++) {
+			const struct cluster_node *nd = &c->nodes[k];
+
+			if (strcmp(nd->provider, "ec2") == 0 &&
+			    *nd->pn.instance_id &&
+			    strcmp(nd->state, "terminated") != 0)
+				m->ec2->ops->attach(m->ec2, &nd->pn);
+		}
+	}
+	return 0;
+}
+
+/* At mount: instances tagged by cclfs that belong to no cluster of this
+ * state directory are reported, never touched (another machine's cclfs,
+ * or a cluster removed from the tree while its instances lived). Only when
+ * cclfs.conf has an [ec2] section or a cluster uses ec2. Called and returns
+ * with the model locked. */
+static void cluster_check_ec2(struct model *m)
+{
+	struct ec2_tagged *t = NULL;
+	char err[MODEL_ERR_MAX];
+	bool wanted = false;
+	size_t n = 0;
+	int rc;
+
+	for (size_t i = 0; m->config && i < m->config->count; i++)
+		wanted |= strcmp(m->config->entries[i].section, "ec2") == 0;
+	for (size_t i = 0; i < m->nclusters && !wanted; i++)
+		for (size_t k = 0; k < m->clusters[i]->nnodes; k++)
+			wanted |= strcmp(m->clusters[i]->nodes[k].provider,
+					 "ec2") == 0;
+	if (!wanted || !m->ec2)
+		return;
+	pthread_mutex_unlock(&m->lock);
+	rc = ec2_tagged_instances(m->ec2, &t, &n, err, sizeof(err));
+	pthread_mutex_lock(&m->lock);
+	if (rc) {
+		model_log(m, "ec2",
+			  "cannot list the instances cclfs tagged: %s", err);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct cluster *c = cluster_find(m, t[i].cluster);
+
+		if (c && strcmp(c->token, t[i].token) == 0)
+			continue;
+		model_log(m, "ec2",
+			  "instance %s (%s) is tagged cclfs:cluster=%s but no "
+			  "cluster of this state directory has that handle "
+			  "and token %s; it was left alone",
+			  t[i].id, t[i].state, t[i].cluster, t[i].token);
+		if (!m->verbose)
+			fprintf(stderr,
+				"cclfs: ec2: instance %s (%s) is tagged "
+				"cclfs:cluster=%s but belongs to no cluster of "
+				"this state directory; it was left alone\n",
+				t[i].id, t[i].state, t[i].cluster);
+	}
+	free(t);
+}
+
 int cluster_open(struct model *m, char *err, size_t errlen)
 {
 	struct store_cluster_loader loader = {m, cluster_load_one,
@@ -705,7 +904,9 @@ int cluster_open(struct model *m, char *err, size_t errlen)
 	m->local = local_provider_open(dir, err, errlen);
 	if (!m->local)
 		return -1;
-	return cluster_open_hosts(m, err, errlen);
+	if (cluster_open_hosts(m, err, errlen))
+		return -1;
+	return cluster_open_ec2(m, err, errlen);
 }
 
 int model_start(struct model *m, char *err, size_t errlen)
@@ -763,6 +964,9 @@ void cluster_close(struct model *m)
 	if (m->hosts)
 		m->hosts->ops->close(m->hosts);
 	m->hosts = NULL;
+	if (m->ec2)
+		m->ec2->ops->close(m->ec2);
+	m->ec2 = NULL;
 }
 
 int cluster_contract_busy(struct model *m, const char *contract, char *why,
@@ -826,6 +1030,23 @@ static void cluster_new_handle(struct model *m, char *out)
 	} while (cluster_find(m, out));
 }
 
+/* 32 random hex digits: a cluster's token, unique across deploys even
+ * when a handle is used again. */
+static void cluster_new_token(char *out, size_t len)
+{
+	unsigned char r[16] = {0};
+	size_t o = 0;
+
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		memcpy(r, &ts, sizeof(ts) < sizeof(r) ? sizeof(ts) : sizeof(r));
+	}
+	for (size_t i = 0; i < sizeof(r) && o + 2 < len; i++)
+		o += (size_t)snprintf(out + o, len - o, "%02x", r[i]);
+}
+
 int cluster_deploy(struct model *m, const struct cluster_request *req,
 		   char *why, size_t whylen)
 {
@@ -848,12 +1069,13 @@ int cluster_deploy(struct model *m, const struct cluster_request *req,
 			return -EINVAL;
 		}
 		if (strcmp(provider[r], "local") != 0 &&
-		    strcmp(provider[r], "hosts") != 0) {
+		    strcmp(provider[r], "hosts") != 0 &&
+		    strcmp(provider[r], "ec2") != 0) {
 			snprintf(why, whylen,
 				 "the contract resolved to %s %s, but this "
-				 "version of cclfs deploys only on the local "
-				 "and hosts providers; write local or hosts to "
-				 "node_provider",
+				 "version of cclfs deploys only on the local, "
+				 "hosts and ec2 providers; write one of them "
+				 "to node_provider",
 				 provider[r], type[r]);
 			return -EOPNOTSUPP;
 		}
@@ -884,6 +1106,9 @@ int cluster_deploy(struct model *m, const struct cluster_request *req,
 		 req->user ? req->user : "");
 	snprintf(c->ssh_keyfile, sizeof(c->ssh_keyfile), "%s",
 		 req->keyfile ? req->keyfile : "");
+	snprintf(c->options, sizeof(c->options), "%s",
+		 req->options ? req->options : "");
+	cluster_new_token(c->token, sizeof(c->token));
 	c->created_ns = c->state_ns = c->error_ns = c->log_ns = now;
 	c->nnodes = (size_t)req->node_count + (mw ? 1 : 0);
 	c->nodes = calloc(c->nnodes, sizeof(*c->nodes));

@@ -18,6 +18,7 @@ struct cluster_request {
 	int process_count;
 	const char *user;    /* config/user ("" or NULL: the default) */
 	const char *keyfile; /* config/keyfile, or sshflags -i FILE */
+	const char *options; /* provider options: NAME=VALUE lines */
 };
 
 /* Load the clusters of the state store and open the providers; starts no

@@ -55,6 +55,8 @@ struct cluster {
 	int64_t restart_ns;
 	char ssh_user[64];	    /* config/user at deploy, "" default */
 	char ssh_keyfile[PATH_MAX]; /* config/keyfile or sshflags -i */
+	char token[40];		    /* random, fixed at deploy */
+	char options[1024];	    /* provider options from config/ */
 };
 
 /* A file's content being rendered. */

@@ -752,6 +752,22 @@ static int model_fire(struct model *m, struct model_contract *c, size_t f,
 						       "resolution")),
 		};
 
+		static const char *const opts[] = {"imageid", "subnet_id",
+						   "security_group_id",
+						   "placement_group"};
+		char options[1024];
+		size_t o = 0;
+
+		options[0] = '\0';
+		for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+			const char *v = model_config(m, c, opts[i]);
+
+			if (*v && o < sizeof(options))
+				o += (size_t)snprintf(options + o,
+						      sizeof(options) - o,
+						      "%s=%s\n", opts[i], v);
+		}
+		req.options = options;
 		model_keyfile(m, c, keyfile, sizeof(keyfile));
 		rc = cluster_deploy(m, &req, why, sizeof(why));
 	}

@@ -34,6 +34,7 @@ struct model {
 	int64_t clusters_ns;
 	struct provider *local;
 	struct provider *hosts; /* NULL when cclfs.conf lists no host */
+	struct provider *ec2;
 	struct cluster_jobs *jobs;
 };
 

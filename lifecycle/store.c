@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 
 enum store_stmt {
 	STMT_CONTRACT_ADD,
@@ -42,10 +42,10 @@ static const char *const store_sql[STMT_COUNT] = {
 	[STMT_CLUSTER_PUT] =
 		"INSERT INTO clusters(handle, contract, cluster_type, "
 		"resolution, state, error, node_count, process_count, "
-		"created_ns, state_ns, error_ns, price, ssh_user, ssh_keyfile) "
+		"created_ns, state_ns, error_ns, price, ssh_user, ssh_keyfile, "
+		"token, options) "
 		"VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-		"?13, "
-		"?14) ON CONFLICT(handle) DO "
+		"?13, ?14, ?15, ?16) ON CONFLICT(handle) DO "
 		"UPDATE SET contract = excluded.contract, cluster_type = "
 		"excluded.cluster_type, resolution = excluded.resolution, "
 		"state = excluded.state, error = excluded.error, node_count = "
@@ -53,7 +53,8 @@ static const char *const store_sql[STMT_COUNT] = {
 		"created_ns = excluded.created_ns, state_ns = "
 		"excluded.state_ns, error_ns = excluded.error_ns, price = "
 		"excluded.price, ssh_user = excluded.ssh_user, ssh_keyfile = "
-		"excluded.ssh_keyfile",
+		"excluded.ssh_keyfile, token = excluded.token, options = "
+		"excluded.options",
 	[STMT_CLUSTER_REMOVE] = "DELETE FROM clusters WHERE handle = ?1",
 	[STMT_NODE_PUT] =
 		"INSERT INTO nodes(handle, rank, provider, instance_type, "
@@ -103,7 +104,10 @@ static const char store_schema[] =
 	"  price REAL,"
 	/* Schema 3: how to log in to its nodes (config/user, keyfile). */
 	"  ssh_user TEXT NOT NULL DEFAULT '',"
-	"  ssh_keyfile TEXT NOT NULL DEFAULT '') WITHOUT ROWID;"
+	"  ssh_keyfile TEXT NOT NULL DEFAULT '',"
+	/* Schema 4: the cluster's token and provider options. */
+	"  token TEXT NOT NULL DEFAULT '',"
+	"  options TEXT NOT NULL DEFAULT '') WITHOUT ROWID;"
 	"CREATE TABLE IF NOT EXISTS nodes("
 	"  handle TEXT NOT NULL REFERENCES clusters(handle) ON DELETE CASCADE,"
 	"  rank INTEGER NOT NULL,"
@@ -170,10 +174,19 @@ static int store_migrate(struct store *st, char *err, size_t errlen)
 		       "NULL DEFAULT '';",
 		       err, errlen))
 		return -1;
+	/* Schema 2 and 3 lack the token and the options. */
+	if ((version == 2 || version == 3) &&
+	    store_exec(st,
+		       "ALTER TABLE clusters ADD COLUMN token TEXT NOT NULL "
+		       "DEFAULT '';"
+		       "ALTER TABLE clusters ADD COLUMN options TEXT NOT NULL "
+		       "DEFAULT '';",
+		       err, errlen))
+		return -1;
 	if (version < STORE_SCHEMA_VERSION)
 		return store_exec(st,
 				  "INSERT OR REPLACE INTO meta(key, value) "
-				  "VALUES('schema', '3')",
+				  "VALUES('schema', '4')",
 				  err, errlen);
 	return 0;
 }
@@ -399,6 +412,8 @@ int store_cluster_put(struct store *st, const struct store_cluster *c,
 		sqlite3_bind_double(q, 12, c->price);
 	store_bind_text(q, 13, c->ssh_user ? c->ssh_user : "");
 	store_bind_text(q, 14, c->ssh_keyfile ? c->ssh_keyfile : "");
+	store_bind_text(q, 15, c->token ? c->token : "");
+	store_bind_text(q, 16, c->options ? c->options : "");
 	return store_step(st, STMT_CLUSTER_PUT, err, errlen);
 }
 
@@ -461,7 +476,8 @@ int store_load_clusters(struct store *st,
 			       "SELECT handle, contract, cluster_type, "
 			       "resolution, state, error, node_count, "
 			       "process_count, created_ns, state_ns, error_ns, "
-			       "price, ssh_user, ssh_keyfile FROM clusters "
+			       "price, ssh_user, ssh_keyfile, token, options "
+			       "FROM clusters "
 			       "ORDER BY handle",
 			       -1, &c, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(
@@ -492,6 +508,8 @@ int store_load_clusters(struct store *st,
 					 : sqlite3_column_double(c, 11),
 			.ssh_user = store_column_text(c, 12),
 			.ssh_keyfile = store_column_text(c, 13),
+			.token = store_column_text(c, 14),
+			.options = store_column_text(c, 15),
 		};
 
 		if (loader->cluster(loader->ctx, &cl)) {

@@ -58,6 +58,8 @@ struct store_cluster {
 	double price; /* USD per hour for the whole cluster; NAN unknown */
 	const char *ssh_user;	 /* config/user at deploy ("" default) */
 	const char *ssh_keyfile; /* config/keyfile or sshflags -i */
+	const char *token;	 /* random, fixed at deploy */
+	const char *options;	 /* provider options, NAME=VALUE lines */
 };
 
 struct store_node {

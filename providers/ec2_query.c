@@ -202,8 +202,6 @@ struct ec2_client *ec2_client_new(const struct aws_config *cfg,
 	c->headers = curl_slist_append(
 		NULL, "Content-Type: application/x-www-form-urlencoded; "
 		      "charset=utf-8");
-	if (c->headers)
-		c->headers = curl_slist_append(c->headers, "Expect:");
 	if (c->headers && *cfg->session_token) {
 		size_t hl = strlen(cfg->session_token) + 32;
 		char *h = malloc(hl);

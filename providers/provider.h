@@ -30,6 +30,19 @@ struct provider_node {
 	char user[64];
 	char keyfile[PROVIDER_PATH_MAX + 1];
 	int tunneled;
+	/* The cluster's token, random and fixed at deploy: cloud providers
+	 * derive idempotency tokens and resource names from it. */
+	char token[40];
+	/* Provider options from the contract's config/ at deploy, one
+	 * NAME=VALUE per line (imageid, subnet_id...). */
+	char options[1024];
+};
+
+/* What a provider does to many nodes at once (its `act` op). */
+enum provider_act {
+	PROVIDER_ACT_STOP,
+	PROVIDER_ACT_START,
+	PROVIDER_ACT_TERMINATE,
 };
 
 enum provider_state {
@@ -103,9 +116,18 @@ struct provider_ops {
 	const struct provider_file_ops *files;
 	/* Create n nodes (filling instance_id, address, workdir). A node
 	 * whose instance_id is already set was created before (a deploy
-	 * resumed after a crash) and is made sure to exist. */
+	 * resumed after a crash) and is made sure to exist. With
+	 * create_all, every node of the cluster is created in one call. */
 	int (*create)(struct provider *p, struct provider_node *nodes, size_t n,
 		      char *err, size_t errlen);
+	int create_all;
+	/* Optional: stop, start or terminate n nodes of one cluster at once
+	 * (one API call for all, not one per node), updating their address.
+	 * A terminate also removes whatever the provider made for the
+	 * cluster. Without it, the per-node ops below are used. */
+	int (*act)(struct provider *p, enum provider_act act,
+		   struct provider_node *nodes, size_t n, char *err,
+		   size_t errlen);
 	/* Pause / continue every process cclfs started on the node. */
 	int (*stop)(struct provider *p, const struct provider_node *node,
 		    char *err, size_t errlen);

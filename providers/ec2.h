@@ -1,0 +1,52 @@
+/* The ec2 provider: clusters of EC2 instances, launched with one
+ * RunInstances per role, idempotent through a ClientToken derived from the
+ * cluster's token, tagged with the cluster, reached over SSH. */
+#ifndef CCLFS_PROVIDERS_EC2_H
+#define CCLFS_PROVIDERS_EC2_H
+
+#include "providers/aws_config.h"
+#include "providers/ec2_query.h"
+#include "providers/provider.h"
+
+#include <limits.h>
+#include <stddef.h>
+
+/* cclfs.conf's [ec2] section, and where the provider keeps its files. */
+struct ec2_settings {
+	char region[64];	/* "": AWS_REGION & co. */
+	char endpoint_url[512]; /* "": AWS_ENDPOINT_URL & co. */
+	char imageid[128];	/* defaults of config/ */
+	char subnet_id[64];
+	char security_group_id[64];
+	char placement_group[128]; /* "none": no placement group */
+	char key_name[128];	   /* "": a key pair per cluster */
+	char user[64];		   /* login user ("ec2-user") */
+	char address[16];	   /* "public" (default) or "private" */
+	char keydir[PATH_MAX];	   /* STATEDIR/keys: generated keys */
+	char known_hosts[PATH_MAX];
+	char own_hosts[PATH_MAX]; /* STATEDIR/known_hosts */
+	int connect_timeout_ms;
+	int command_timeout_ms;
+	int keepalive_s;
+	int boot_timeout_ms; /* until running and reachable over SSH */
+	int poll_first_ms, poll_max_ms; /* DescribeInstances while waiting */
+	struct ec2_retry retry;
+};
+
+/* One instance cclfs tagged, for the check of unknown clusters. */
+struct ec2_tagged {
+	char id[32];
+	char state[24];
+	char cluster[65];
+	char token[40];
+};
+
+struct provider *ec2_provider_open(const struct ec2_settings *s, char *err,
+				   size_t errlen);
+
+/* Every instance not terminated that carries cclfs's cluster tag; *out
+ * is malloc'd. 0, or -errno with err (no credentials, API error). */
+int ec2_tagged_instances(struct provider *p, struct ec2_tagged **out, size_t *n,
+			 char *err, size_t errlen);
+
+#endif
