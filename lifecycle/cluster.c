@@ -870,17 +870,20 @@ static void cluster_check_ec2(struct model *m)
 
 		if (c && strcmp(c->token, t[i].token) == 0)
 			continue;
+		/* The daemon's stderr has it too (-f); the state store's
+		 * log keeps it. */
 		model_log(m, "ec2",
-			  "instance %s (%s) is tagged cclfs:cluster=%s but no "
-			  "cluster of this state directory has that handle "
-			  "and token %s; it was left alone",
+			  "instance %s (%s) is tagged cclfs:cluster=%s (token "
+			  "%s) but belongs to no cluster of this state "
+			  "directory; it was left alone",
 			  t[i].id, t[i].state, t[i].cluster, t[i].token);
 		if (!m->verbose)
 			fprintf(stderr,
 				"cclfs: ec2: instance %s (%s) is tagged "
-				"cclfs:cluster=%s but belongs to no cluster of "
-				"this state directory; it was left alone\n",
-				t[i].id, t[i].state, t[i].cluster);
+				"cclfs:cluster=%s (token %s) but belongs to no "
+				"cluster of this state directory; it was left "
+				"alone\n",
+				t[i].id, t[i].state, t[i].cluster, t[i].token);
 	}
 	free(t);
 }

@@ -629,7 +629,7 @@ static int ec2_create(struct provider *p, struct provider_node *nodes, size_t n,
 	struct ec2_provider *ep = ec2_of(p);
 	struct provider_node **v = calloc(n ? n : 1, sizeof(*v));
 	struct ec2_names nm;
-	struct ec2_client *c;
+	struct ec2_client *c = NULL;
 	bool launched = false;
 	int rc = 0;
 
@@ -690,7 +690,7 @@ static int ec2_create(struct provider *p, struct provider_node *nodes, size_t n,
 	}
 	if (rc == 0)
 		rc = ec2_reach_all(ep, nodes, n, err, errlen);
-	if (rc && (launched || nm.key_own || nm.pg_temp)) {
+	if (rc && c && (launched || nm.key_own || nm.pg_temp)) {
 		/* Nothing of a failed deploy is left to cost money. */
 		char why[EC2_ERR_MAX], e2[EC2_ERR_MAX];
 		int drc = ec2_destroy(ep, c, &nm, e2, sizeof(e2));
