@@ -8,6 +8,9 @@
 #   testhosts_stop DIR              kill every sshd of DIR's hosts (idempotent)
 #   testhosts_kill DIR K            host K dies: listener and sessions killed
 #   testhosts_revive DIR K          host K back, same host key and config
+#   testhosts_move DIR K NEWK       host K killed, then back as host NEWK on
+#                                   the address NEWK of its /24, same host key
+#   testhosts_init DIR              only the client files below (no host)
 #   testhosts_pids DIR              pids of every live sshd of DIR
 #   testnet_supported               0 when `ip netns add` is permitted here
 #   testnet_start DIR NWORKERS      client, manager and worker namespaces
@@ -20,8 +23,25 @@
 #   ssh_config                   for `ssh -F DIR/ssh_config root@ADDRESS CMD`
 #                                (key, known_hosts, strict checking, BatchMode,
 #                                KexAlgorithms curve25519-sha256)
-#   host<k>/                     host key, sshd_config, sshd.pid, log
+#   host<k>/                     host key, sshd_config, sshd.pid, log, and
+#                                optionally authorized_keys (see below)
 #   netns/<role>/, netns.list, testnet.env   the namespace network
+#
+# Addresses: TESTHOSTS_NET (default 127.0.1, a /24 of the loopback 127/8)
+# is the prefix of the addresses testhosts_start gives, host k on
+# TESTHOSTS_NET.k. A host keeps the address it was started with:
+# testhosts_revive, testhosts_move and testhosts_stop read it from the host's
+# sshd_config, whatever TESTHOSTS_NET is then.
+#
+# Per-host keys: when HOSTDIR/authorized_keys exists as the host's
+# sshd_config is written (testhosts_start, testhosts_move), that host also
+# accepts the keys it lists, after the shared DIR/authorized_keys. Create
+# HOSTDIR (DIR/host<k>) and the file before testhosts_start.
+#
+# Several of these functions may run at once on one DIR for different hosts
+# (a fake cloud starts and stops hosts from parallel jobs): known_hosts is
+# rewritten under a lock (flock on DIR). Run testhosts_init first then, so
+# the client key is not created twice at once.
 #
 # Every test host shares this machine, so `hostname` prints the same on all of
 # them; the address a command ran on is the third word of $SSH_CONNECTION.
@@ -36,7 +56,9 @@
 # 140 ms -> 55 ms for `ssh HOST hostname`). testhosts_start therefore adds the
 # route `local 127.0.1.0/24 dev lo table local quickack 1` (only the test-host
 # addresses; the client then connects from 127.0.1.k itself) and testhosts_stop
-# deletes it once no test host listens on 127.0.1.0/24 any more.
+# deletes it once no test host listens on 127.0.1.0/24 any more. The same
+# holds for the /24 of TESTHOSTS_NET, and testhosts_move adds it for the /24
+# it moves to.
 # TESTHOSTS_QUICKACK=0 leaves routing alone. The namespaces of testnet_start
 # get quickack on their own routes.
 #
@@ -49,6 +71,7 @@
 
 TESTHOSTS_SSHD=${TESTHOSTS_SSHD:-/usr/sbin/sshd}
 TESTHOSTS_TIMEOUT=${TESTHOSTS_TIMEOUT:-10} # seconds to wait for a daemon
+TESTHOSTS_NET=${TESTHOSTS_NET:-127.0.1} # host k listens on TESTHOSTS_NET.k
 # The key exchanges the hosts offer: OpenSSH's defaults without the
 # post-quantum sntrup761x25519 hybrid, which makes each new `ssh` connection
 # about 60 ms slower here (libssh2 does not offer it anyway). Empty: sshd's
@@ -78,6 +101,33 @@ _testhosts_posint() { # name value
 		_testhosts_err "$1: not a positive integer: '$2'"
 		return 1
 	fi
+}
+
+# 0 when $1 is a /24 prefix "a.b.c" of the loopback network 127.0.0.0/8.
+_testhosts_net_ok() {
+	local a b c
+	if [[ $1 =~ ^([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})$ ]]; then
+		a=${BASH_REMATCH[1]} b=${BASH_REMATCH[2]} c=${BASH_REMATCH[3]}
+		if [ "$a" = 127 ] && [ "$((10#$b))" -le 255 ] && [ "$((10#$c))" -le 255 ]; then
+			return 0
+		fi
+	fi
+	_testhosts_err "TESTHOSTS_NET: not a /24 prefix of 127.0.0.0/8 (like 127.0.1): '$1'"
+	return 1
+}
+
+# The address a host directory's sshd_config listens on (without :22), or
+# nothing when it has none.
+_testhosts_host_addr() { # hostdir
+	local key val
+	[ -f "$1/sshd_config" ] || return 0
+	while read -r key val; do
+		if [ "$key" = ListenAddress ]; then
+			printf '%s' "${val%:*}"
+			return 0
+		fi
+	done <"$1/sshd_config"
+	return 0
 }
 
 # The dotted address as /proc/net/tcp prints it (little-endian hex).
@@ -147,8 +197,11 @@ _testhosts_client_files() { # absdir
 
 # A host's directory: its host key (kept across restarts) and sshd_config.
 _testhosts_host_files() { # absdir hostdir listen
-	local d=$1 h=$2 listen=$3
+	local d=$1 h=$2 listen=$3 keyfiles
 	mkdir -p "$h" || return 1
+	# The shared keys, then the host's own when it has a file of them.
+	keyfiles="\"$d/authorized_keys\""
+	[ ! -f "$h/authorized_keys" ] || keyfiles+=" \"$h/authorized_keys\""
 	if [ ! -f "$h/ssh_host_ed25519_key" ] || [ ! -f "$h/ssh_host_ed25519_key.pub" ]; then
 		rm -f "$h/ssh_host_ed25519_key" "$h/ssh_host_ed25519_key.pub"
 		ssh-keygen -q -t ed25519 -N '' -C "${h##*/}" -f "$h/ssh_host_ed25519_key" </dev/null ||
@@ -159,7 +212,7 @@ _testhosts_host_files() { # absdir hostdir listen
 		HostKey "$h/ssh_host_ed25519_key"
 		PidFile "$h/sshd.pid"
 		ListenAddress $listen
-		AuthorizedKeysFile "$d/authorized_keys"
+		AuthorizedKeysFile $keyfiles
 		UsePAM no
 		PermitRootLogin prohibit-password
 		PasswordAuthentication no
@@ -254,7 +307,9 @@ _testhosts_wait_ready() {
 	return 0
 }
 
-# Replace the known_hosts lines of the given addresses.
+# Replace the known_hosts lines of the given addresses (and drop those of
+# the addresses in _TESTHOSTS_KH_DROP, a space-separated list), under a lock
+# on DIR: parallel callers do not lose each other's lines.
 # Arguments: pairs "address hostdir".
 _testhosts_known_hosts() { # absdir pairs...
 	local d=$1 i addrs=() key
@@ -266,11 +321,19 @@ _testhosts_known_hosts() { # absdir pairs...
 		key=${key% *} # "ssh-ed25519 AAAA..." without the comment
 		lines+=("${pairs[i]} $key")
 	done
-	{
-		awk -v drop="${addrs[*]}" 'BEGIN { n = split(drop, a, " "); for (i = 1; i <= n; i++) d[a[i]] = 1 }
-			!($1 in d)' "$d/known_hosts" 2>/dev/null || true
-		printf '%s\n' "${lines[@]}"
-	} >"$d/known_hosts.tmp" && mv -f "$d/known_hosts.tmp" "$d/known_hosts"
+	local -a drop=()
+	read -r -a drop <<<"${_TESTHOSTS_KH_DROP:-}"
+	addrs+=("${drop[@]+"${drop[@]}"}")
+	(
+		if command -v flock >/dev/null; then
+			flock 9 || exit 1
+		fi
+		{
+			awk -v drop="${addrs[*]}" 'BEGIN { n = split(drop, a, " "); for (i = 1; i <= n; i++) d[a[i]] = 1 }
+				!($1 in d)' "$d/known_hosts" 2>/dev/null || true
+			printf '%s\n' "${lines[@]}"
+		} >"$d/known_hosts.tmp.$BASHPID" && mv -f "$d/known_hosts.tmp.$BASHPID" "$d/known_hosts"
+	) 9<"$d"
 }
 
 # Start several hosts in parallel. Arguments: absdir, then quadruples
@@ -410,51 +473,58 @@ _testhosts_kill_hostdirs() { # absdir glob
 	return 0
 }
 
-_testhosts_quickack_on() {
+_testhosts_quickack_on() { # [net] (TESTHOSTS_NET by default)
+	local net=${1:-$TESTHOSTS_NET}
 	[ "${TESTHOSTS_QUICKACK:-1}" = 1 ] || return 0
-	[ -z "$(ip route show table local 127.0.1.0/24 2>/dev/null)" ] || return 0
-	ip route add local 127.0.1.0/24 dev lo table local scope host quickack 1 2>/dev/null || true
+	[ -z "$(ip route show table local "$net.0/24" 2>/dev/null)" ] || return 0
+	ip route add local "$net.0/24" dev lo table local scope host quickack 1 2>/dev/null || true
 }
 
-# Delete the route when it is ours and no test host listens on 127.0.1.x:22.
-_testhosts_quickack_off() {
-	[[ $(ip route show table local 127.0.1.0/24 2>/dev/null) == *"quickack 1"* ]] || return 0
+# Delete the route of NET.0/24 when it is ours and no test host listens on
+# NET.x:22 any more.
+_testhosts_quickack_off() { # [net] (TESTHOSTS_NET by default)
+	local net=${1:-$TESTHOSTS_NET} hex
+	[[ $(ip route show table local "$net.0/24" 2>/dev/null) == *"quickack 1"* ]] || return 0
+	hex=$(_testhosts_hexaddr "$net.0")
+	hex=${hex:2} # the /24 part: "01007F" for 127.0.1
 	local -a tcp=()
 	mapfile -t tcp </proc/self/net/tcp 2>/dev/null || return 0
 	local line
 	for line in "${tcp[@]}"; do
-		[[ $line =~ ^\ *[0-9]+:\ [0-9A-F]{2}01007F:0016\ 00000000:0000\ 0A\  ]] && return 0
+		[[ $line =~ ^\ *[0-9]+:\ [0-9A-F]{2}$hex:0016\ 00000000:0000\ 0A\  ]] && return 0
 	done
-	ip route del local 127.0.1.0/24 dev lo table local 2>/dev/null || true
+	ip route del local "$net.0/24" dev lo table local 2>/dev/null || true
 }
 
 # ---------------------------------------------------------------- testhosts
 
 # testhosts_start DIR N [FIRST]: start hosts FIRST..FIRST+N-1 (FIRST 1 by
-# default), host k an sshd on 127.0.1.k:22; returns when every one listens.
+# default), host k an sshd on TESTHOSTS_NET.k:22 (127.0.1.k by default);
+# returns when every one listens.
 testhosts_start() {
 	if [ $# -lt 2 ] || [ $# -gt 3 ]; then
 		_testhosts_err "usage: testhosts_start DIR N [FIRST]"
 		return 2
 	fi
-	local d n=$2 first=${3:-1} k spec=() ready=() known=()
+	local d n=$2 first=${3:-1} k net=$TESTHOSTS_NET spec=() ready=() known=()
 	_testhosts_posint N "$n" || return 2
 	_testhosts_posint FIRST "$first" || return 2
+	_testhosts_net_ok "$net" || return 2
 	if [ $((first + n - 1)) -gt 254 ]; then
-		_testhosts_err "hosts $first..$((first + n - 1)): k must stay within 1..254 (127.0.1.k)"
+		_testhosts_err "hosts $first..$((first + n - 1)): k must stay within 1..254 ($net.k)"
 		return 2
 	fi
 	d=$(_testhosts_abs "$1") || return 1
 	_testhosts_client_files "$d" || return 1
-	_testhosts_quickack_on
+	_testhosts_quickack_on "$net"
 	for ((k = first; k < first + n; k++)); do
 		if [ -n "$(_testhosts_recorded_pid "$d/host$k")" ]; then
 			_testhosts_err "host $k of $d is already running (testhosts_revive or testhosts_stop first)"
 			return 1
 		fi
-		spec+=("$d/host$k" "127.0.1.$k:22" - -)
-		ready+=("$d/host$k" "127.0.1.$k" "host $k (127.0.1.$k)")
-		known+=("127.0.1.$k" "$d/host$k")
+		spec+=("$d/host$k" "$net.$k:22" - -)
+		ready+=("$d/host$k" "$net.$k" "host $k ($net.$k)")
+		known+=("$net.$k" "$d/host$k")
 	done
 	_testhosts_start_hosts "$d" "${spec[@]}" || return 1
 	_testhosts_wait_ready "${ready[@]}" || return 1
@@ -469,10 +539,17 @@ testhosts_stop() {
 		return 2
 	fi
 	[ -d "$1" ] || return 0
-	local d
+	local d h addr net
+	local -A nets=([$TESTHOSTS_NET]=1)
 	d=$(cd "$1" && pwd -P) || return 1
+	for h in "$d"/host[0-9]*; do
+		addr=$(_testhosts_host_addr "$h")
+		[ -z "$addr" ] || nets[${addr%.*}]=1
+	done
 	_testhosts_kill_hostdirs "$d" 'host[0-9]*' || return 1
-	_testhosts_quickack_off
+	for net in "${!nets[@]}"; do
+		_testhosts_quickack_off "$net"
+	done
 	return 0
 }
 
@@ -501,20 +578,81 @@ testhosts_revive() {
 		return 2
 	fi
 	_testhosts_posint K "$2" || return 2
-	local d k=$2
+	local d k=$2 addr
 	d=$(cd "$1" && pwd -P) || return 1
 	if [ ! -f "$d/host$k/sshd_config" ]; then
 		_testhosts_err "$d has no host $k"
 		return 1
 	fi
 	[ -z "$(_testhosts_recorded_pid "$d/host$k")" ] || return 0
-	_testhosts_quickack_on
+	addr=$(_testhosts_host_addr "$d/host$k")
+	[ -n "$addr" ] || addr=$TESTHOSTS_NET.$k
+	_testhosts_quickack_on "${addr%.*}"
 	if ! _testhosts_launch "$d/host$k"; then
 		_testhosts_err "host $k: sshd did not start; its log:"
 		_testhosts_log_tail "$d/host$k"
 		return 1
 	fi
-	_testhosts_wait_ready "$d/host$k" "127.0.1.$k" "host $k (127.0.1.$k)"
+	_testhosts_wait_ready "$d/host$k" "$addr" "host $k ($addr)"
+}
+
+# testhosts_move DIR K NEWK: host K is killed (as testhosts_kill) and comes
+# back as host NEWK: its directory renamed DIR/host<NEWK> (host key and
+# authorized_keys kept), its sshd_config rewritten for the address NEWK of
+# the /24 it was on, started; known_hosts loses the old address and gets the
+# new one. Returns when it accepts connections. NEWK = K restarts the host
+# in place; otherwise DIR/host<NEWK> must not exist.
+testhosts_move() {
+	if [ $# -ne 3 ]; then
+		_testhosts_err "usage: testhosts_move DIR K NEWK"
+		return 2
+	fi
+	_testhosts_posint K "$2" || return 2
+	_testhosts_posint NEWK "$3" || return 2
+	local d k=$2 nk=$3 old new h
+	if [ "$nk" -gt 254 ]; then
+		_testhosts_err "NEWK must stay within 1..254"
+		return 2
+	fi
+	d=$(cd "$1" && pwd -P) || return 1
+	if [ ! -f "$d/host$k/sshd_config" ]; then
+		_testhosts_err "$d has no host $k"
+		return 1
+	fi
+	if [ "$nk" != "$k" ] && [ -e "$d/host$nk" ]; then
+		_testhosts_err "host $nk of $d exists already"
+		return 1
+	fi
+	old=$(_testhosts_host_addr "$d/host$k")
+	[ -n "$old" ] || old=$TESTHOSTS_NET.$k
+	new=${old%.*}.$nk
+	_testhosts_kill_hostdirs "$d" "host$k" || return 1
+	if [ "$nk" != "$k" ]; then
+		mv "$d/host$k" "$d/host$nk" || return 1
+	fi
+	h=$d/host$nk
+	_testhosts_quickack_on "${new%.*}"
+	_testhosts_host_files "$d" "$h" "$new:22" || return 1
+	if ! _testhosts_launch "$h"; then
+		_testhosts_err "host $nk: sshd did not start; its log:"
+		_testhosts_log_tail "$h"
+		return 1
+	fi
+	_testhosts_wait_ready "$h" "$new" "host $nk ($new)" || return 1
+	_TESTHOSTS_KH_DROP=$old _testhosts_known_hosts "$d" "$new" "$h"
+}
+
+# testhosts_init DIR: the client key pair, authorized_keys, known_hosts and
+# ssh_config of DIR, and no host (for callers that then start hosts of DIR
+# from parallel jobs).
+testhosts_init() {
+	if [ $# -ne 1 ]; then
+		_testhosts_err "usage: testhosts_init DIR"
+		return 2
+	fi
+	local d
+	d=$(_testhosts_abs "$1") || return 1
+	_testhosts_client_files "$d"
 }
 
 # testhosts_pids DIR: the pids of every live sshd of DIR (listeners and

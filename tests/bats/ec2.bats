@@ -1,0 +1,404 @@
+#!/usr/bin/env bats
+# The ec2 provider against the fake EC2 endpoint of tests/fakeec2 (every
+# request's SigV4 signature checked with botocore; each instance a real
+# sshd on 127.0.2.k): the tutorial, API faults, credentials, instances of
+# unknown clusters, and a daemon killed at random points of deploy and
+# terminate.
+
+load helpers
+source "$BATS_TEST_DIRNAME/../sshd/testhosts.bash"
+
+FAKE_PY=$BATS_TEST_DIRNAME/../fakeec2/fake_ec2.py
+AKID=AKIDCCLFSTEST
+SECRET=cclfs-test-secret-key
+
+# Start the fake (by pid) and write cclfs.conf for it; extra lines go to
+# [ec2]. Does not mount.
+ec2_setup() {
+	cclfs_setup --no-mount
+	FAKE=$TESTDIR/fake
+	mkdir -p "$FAKE"
+	python3 "$FAKE_PY" --dir "$FAKE" --net 127.0.2 --first 10 \
+		--credentials "$AKID:$SECRET" \
+		--credentials "AKIDSESSION:session-secret:session-token-1" \
+		>>"$TESTDIR/fake.log" 2>&1 3>&- &
+	FAKE_PID=$!
+	for _ in $(seq 1 200); do
+		[ -s "$FAKE/port" ] && break
+		sleep 0.05
+	done
+	[ -s "$FAKE/port" ] || {
+		cat "$TESTDIR/fake.log" >&2
+		return 1
+	}
+	FAKE_URL=http://127.0.0.1:$(cat "$FAKE/port")
+	export AWS_ACCESS_KEY_ID=$AKID AWS_SECRET_ACCESS_KEY=$SECRET
+	unset AWS_SESSION_TOKEN AWS_PROFILE AWS_REGION AWS_DEFAULT_REGION \
+		AWS_ENDPOINT_URL AWS_ENDPOINT_URL_EC2
+	{
+		echo '[ec2]'
+		echo "endpoint_url = \"$FAKE_URL\""
+		echo 'region = "us-east-1"'
+		echo 'imageid = "ami-0cclfs"'
+		echo 'user = "root"'
+		echo 'poll_interval = "0.05"'
+		echo 'poll_max = "0.2"'
+		echo 'retry_backoff = "0.01"'
+		echo 'retry_backoff_max = "0.05"'
+		echo 'request_timeout = "2"'
+		echo 'boot_timeout = "60"'
+		printf '%s\n' "$@"
+	} >"$TESTDIR/cclfs.conf"
+}
+
+ec2_mount() {
+	cclfs_mount -o config="$TESTDIR/cclfs.conf"
+	cd "$MNT"
+}
+
+teardown() {
+	if [ -n "${FAKE_PID:-}" ]; then
+		kill "$FAKE_PID" 2>/dev/null || true
+		wait "$FAKE_PID" 2>/dev/null || true
+	fi
+	# Whatever the fake could not stop (it stops its hosts on SIGTERM).
+	if [ -d "${FAKE:-}/testhosts" ]; then
+		testhosts_stop "$FAKE/testhosts" || true
+	fi
+	cclfs_teardown
+}
+
+# Ask the fake: fake_py 'PYTHON EXPRESSION over s (the state JSON)'.
+fake_py() {
+	python3 -c '
+import json, sys, urllib.request
+s = json.load(urllib.request.urlopen(sys.argv[1] + "/_fake/state"))
+print(eval(sys.argv[2]))' "$FAKE_URL" "$1"
+}
+
+fake_post() { # path json
+	python3 -c '
+import sys, urllib.request
+r = urllib.request.Request(sys.argv[1], data=sys.argv[2].encode(),
+                           method="POST")
+urllib.request.urlopen(r).read()' "$FAKE_URL$1" "$2"
+}
+
+# Instances of cluster $1 in state $2 (any state when $2 is empty).
+fake_count() {
+	fake_py "len([i for i in s['instances'] if i['tags'].get('cclfs:cluster') == '$1' and ('$2' == '' or i['state'] == '$2')])"
+}
+
+wait_state() {
+	local s i
+	for i in $(seq 1 600); do
+		s=$(cat "$MNT/clusters/$1/state")
+		[ "$s" = "$2" ] && return 0
+		if [ "$s" = failed ] && [ "$2" != failed ]; then
+			echo "cluster $1 failed: $(cat "$MNT/clusters/$1/error")" >&2
+			return 1
+		fi
+		sleep 0.05
+	done
+	echo "cluster $1 is $s, not $2" >&2
+	return 1
+}
+
+# contract NAME COUNT [CLUSTER_TYPE]: an ec2 contract, resolved.
+contract() {
+	local c=$MNT/contracts/$1
+	[ -d "$c" ] || mkdir "$c"
+	echo ec2 >"$c/node_provider"
+	echo t3.micro >"$c/node_machinetype"
+	echo "$2" >"$c/node_count"
+	[ -z "${3:-}" ] || echo "$3" >"$c/cluster_type"
+}
+
+# Nothing of the cluster is left in the fake: instances terminated, no key
+# pair, no placement group.
+nothing_left() {
+	[ "$(fake_py "len([i for i in s['instances'] if i['state'] != 'terminated'])")" = 0 ]
+	[ "$(fake_py "len(s['key_pairs'])")" = 0 ]
+	[ "$(fake_py "len(s['placement_groups'])")" = 0 ]
+}
+
+@test "tutorial on ec2: deploy 4 nodes, exec, interrupt, resume with new addresses, terminate" {
+	ec2_setup
+	ec2_mount
+	contract c1 4
+	touch contracts/c1/resolve
+	grep -q 'ec2.*t3.micro' contracts/c1/resolution
+	echo t1 >contracts/c1/deploy
+	wait_state t1 running
+	[ "$(ls clusters/t1/nodes)" = "$(printf '0\n1\n2\n3')" ]
+	# One call per role, whatever N is.
+	[ "$(fake_py "s['calls'].get('RunInstances')")" = 1 ]
+	[ "$(fake_count t1 running)" = 4 ]
+	[ "$(fake_py "sorted(i['tags']['cclfs:role'] for i in s['instances'])")" = "['worker', 'worker', 'worker', 'worker']" ]
+	[ "$(fake_py "len(set(i['client_token'] for i in s['instances']))")" = 1 ]
+	[ "$(fake_py "all(i['volume_tags'].get('cclfs:cluster') == 't1' for i in s['instances'])")" = True ]
+	[ "$(fake_py "s['placement_groups']")" = "['cclfs-t1-$(fake_py "s['instances'][0]['tags']['cclfs:token'][:8]")']" ]
+	# The generated private key stays under the state directory, 0600.
+	key=$(ls "$STATE"/keys/t1-* | grep -v '\.pub$')
+	[ "$(stat -c %a "$key")" = 600 ]
+	for n in 0 1 2 3; do
+		grep -q '^state: running' clusters/t1/nodes/$n/status
+		addr=$(sed -n 's/^address: //p' clusters/t1/nodes/$n/status)
+		id=$(sed -n 's/^instance_id: //p' clusters/t1/nodes/$n/status)
+		[ "$(fake_py "[i['address'] for i in s['instances'] if i['id'] == '$id'][0]")" = "$addr" ]
+		echo 'echo $SSH_CONNECTION; echo $CCLFS_INSTANCE' >clusters/t1/nodes/$n/exec
+		[ "$(head -1 clusters/t1/nodes/$n/stdout | cut -d' ' -f3)" = "$addr" ]
+		[ "$(tail -1 clusters/t1/nodes/$n/stdout)" = "t1/$n" ]
+		before[n]=$addr
+	done
+	echo 'hostname' >clusters/t1/exec
+	# The host keys were recorded under the instance ids.
+	grep -q '^i-' "$STATE/known_hosts"
+
+	echo interrupted >clusters/t1/state
+	wait_state t1 interrupted
+	[ "$(fake_count t1 stopped)" = 4 ]
+	[ "$(fake_py "s['calls'].get('StopInstances')")" = 1 ]
+	run bash -c 'echo true > clusters/t1/nodes/0/exec'
+	[ "$status" -ne 0 ]
+
+	echo resumed >clusters/t1/state
+	wait_state t1 running
+	[ "$(fake_py "s['calls'].get('StartInstances')")" = 1 ]
+	for n in 0 1 2 3; do
+		addr=$(sed -n 's/^address: //p' clusters/t1/nodes/$n/status)
+		[ "$addr" != "${before[n]}" ]
+		echo 'echo $SSH_CONNECTION' >clusters/t1/nodes/$n/exec
+		[ "$(cut -d' ' -f3 clusters/t1/nodes/$n/stdout)" = "$addr" ]
+	done
+
+	echo terminated >clusters/t1/state
+	wait_state t1 terminated
+	[ "$(fake_py "s['calls'].get('TerminateInstances')")" = 1 ]
+	[ "$(fake_count t1 terminated)" = 4 ]
+	nothing_left
+	[ ! -e "$key" ] && [ ! -e "$key.pub" ]
+	# Every sshd of the instances is gone.
+	for pid in $(fake_py "' '.join(str(i['sshd_pid']) for i in s['instances'] if i['sshd_pid'])"); do
+		! kill -0 "$pid" 2>/dev/null || [ "$(cut -d' ' -f3 /proc/$pid/stat)" = Z ]
+	done
+	rmdir clusters/t1
+	[ "$(fake_py "s['launches_per_token']")" != "" ]
+	[ "$(fake_py "max(s['launches_per_token'].values())")" = 1 ]
+}
+
+@test "ManagerWorkers on ec2: one launch per role, workers through the manager" {
+	ec2_setup
+	ec2_mount
+	contract mw 2 ManagerWorkers
+	echo m1 >contracts/mw/deploy
+	wait_state m1 running
+	[ "$(fake_py "s['calls'].get('RunInstances')")" = 2 ]
+	[ "$(fake_py "sorted(i['tags']['cclfs:role'] for i in s['instances'])")" = "['manager', 'worker', 'worker']" ]
+	waddr=$(sed -n 's/^address: //p' clusters/m1/nodes/1/status)
+	echo 'echo $SSH_CONNECTION' >clusters/m1/nodes/1/exec
+	[ "$(cut -d' ' -f3 clusters/m1/nodes/1/stdout)" = "$waddr" ]
+	# cclfs holds no connection of its own to a worker: the manager's
+	# sshd carries it.
+	run bash -c "ss -Htnp state established dst $waddr:22"
+	[ "$status" -eq 0 ]
+	[[ $output == *sshd* ]]
+	[[ $output != *cclfs* ]]
+	echo terminated >clusters/m1/state
+	wait_state m1 terminated
+	nothing_left
+}
+
+@test "throttling, 5xx and timeouts are retried; the ClientToken never launches twice" {
+	ec2_setup
+	ec2_mount
+	contract c 2
+	fake_post /_fake/faults '[{"action": "RunInstances", "code": "RequestLimitExceeded", "status": 503, "count": 2},
+		{"action": "DescribeInstances", "code": "InternalError", "status": 500, "count": 2},
+		{"action": "CreatePlacementGroup", "code": "Unavailable", "status": 503, "count": 1},
+		{"action": "ImportKeyPair", "status": 502, "code": "", "count": 1}]'
+	echo r1 >contracts/c/deploy
+	wait_state r1 running
+	[ "$(grep -c '^RunInstances 503 RequestLimitExceeded' "$FAKE/requests.log")" = 2 ]
+	[ "$(grep -c '^DescribeInstances 500 InternalError' "$FAKE/requests.log")" = 2 ]
+	[ "$(fake_py "max(s['launches_per_token'].values())")" = 1 ]
+	[ "$(fake_count r1 running)" = 2 ]
+	echo true >clusters/r1/exec
+
+	# A RunInstances whose answer comes too late is sent again with the
+	# same ClientToken: the fake launched once, the second call gets the
+	# same instances.
+	fake_post /_fake/faults '[{"action": "RunInstances", "delay_ms": 4000, "count": 1}]'
+	echo r2 >contracts/c/deploy
+	wait_state r2 running
+	[ "$(fake_py "s['calls'].get('RunInstances')")" -ge 3 ]
+	[ "$(fake_py "max(s['launches_per_token'].values())")" = 1 ]
+	[ "$(fake_count r2 '')" = 2 ]
+
+	fake_post /_fake/faults '[{"action": "TerminateInstances", "code": "RequestLimitExceeded", "status": 503, "count": 3},
+		{"action": "StopInstances", "code": "InternalError", "status": 500, "count": 1}]'
+	echo interrupted >clusters/r2/state
+	wait_state r2 interrupted
+	echo terminated >clusters/r2/state
+	echo terminated >clusters/r1/state
+	wait_state r2 terminated
+	wait_state r1 terminated
+	nothing_left
+}
+
+@test "InsufficientInstanceCapacity fails the deploy and terminates what was launched" {
+	ec2_setup
+	ec2_mount
+	contract mw 3 ManagerWorkers
+	# The manager launches, the workers' RunInstances fails.
+	fake_post /_fake/faults '[{"action": "RunInstances", "code": "InsufficientInstanceCapacity", "status": 500, "skip": 1, "count": 1,
+		"message": "We currently do not have sufficient t3.micro capacity in the Availability Zone you requested."}]'
+	echo cap >contracts/mw/deploy
+	wait_state cap failed
+	grep -q 'InsufficientInstanceCapacity: We currently do not have sufficient t3.micro capacity' clusters/cap/error
+	grep -q 'everything launched for the cluster was terminated' clusters/cap/error
+	grep -q 'InsufficientInstanceCapacity' clusters/cap/log
+	[ "$(fake_count cap running)" = 0 ]
+	[ "$(fake_count cap terminated)" = 1 ]
+	# Not retried: capacity does not come back in a second.
+	[ "$(grep -c '^RunInstances 500 InsufficientInstanceCapacity' "$FAKE/requests.log")" = 1 ]
+	nothing_left
+	echo terminated >clusters/cap/state
+	wait_state cap terminated
+	rmdir clusters/cap
+}
+
+@test "a bad image and a forbidden call fail the deploy with AWS's message" {
+	ec2_setup
+	ec2_mount
+	contract c 2
+	echo ami-bad0000 >contracts/c/config/imageid
+	echo b1 >contracts/c/deploy
+	wait_state b1 failed
+	grep -q "InvalidAMIID.NotFound: The image id '\[ami-bad0000\]' does not exist" clusters/b1/error
+	nothing_left
+
+	echo ami-0good >contracts/c/config/imageid
+	fake_post /_fake/faults '[{"action": "RunInstances", "code": "UnauthorizedOperation", "status": 403, "count": 1,
+		"message": "You are not authorized to perform this operation."}]'
+	echo b2 >contracts/c/deploy
+	wait_state b2 failed
+	grep -q 'RunInstances: UnauthorizedOperation: You are not authorized' clusters/b2/error
+	[ "$(grep -c '^RunInstances 403' "$FAKE/requests.log")" = 1 ]
+	nothing_left
+	[ "$(fake_py "s['instances'][0]['image_id'] if s['instances'] else 'none'")" = none ]
+}
+
+@test "credentials: missing, wrong, from a profile, with a session token" {
+	ec2_setup
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+	ec2_mount
+	contract c 1
+	echo n1 >contracts/c/deploy
+	wait_state n1 failed
+	grep -q 'no AWS credentials: looked in the environment (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), in profile default of .*/.aws/credentials' clusters/n1/error
+	cd "$TESTDIR" && cclfs_unmount
+
+	# A wrong secret: the fake's botocore check refuses the signature.
+	export AWS_ACCESS_KEY_ID=$AKID AWS_SECRET_ACCESS_KEY=not-the-secret
+	ec2_mount
+	echo n2 >contracts/c/deploy
+	wait_state n2 failed
+	grep -q 'SignatureDoesNotMatch' clusters/n2/error
+	! grep -q 'not-the-secret' clusters/n2/error clusters/n2/log "$TESTDIR/daemon.log"
+	cd "$TESTDIR" && cclfs_unmount
+
+	# A profile with a session token, from ~/.aws.
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+	mkdir -p "$HOME/.aws"
+	printf '[work]\naws_access_key_id = AKIDSESSION\naws_secret_access_key = session-secret\naws_session_token = session-token-1\n' >"$HOME/.aws/credentials"
+	export AWS_PROFILE=work
+	ec2_mount
+	echo n3 >contracts/c/deploy
+	wait_state n3 running
+	echo true >clusters/n3/nodes/0/exec
+	echo terminated >clusters/n3/state
+	wait_state n3 terminated
+	! grep -rq 'session-secret\|session-token-1' "$MNT/clusters" "$TESTDIR/daemon.log" "$STATE/cclfs.db"*
+	unset AWS_PROFILE
+}
+
+@test "instances tagged with a cluster this state directory does not know are reported, not touched" {
+	ec2_setup
+	ec2_mount
+	contract c 1
+	echo mine >contracts/c/deploy
+	wait_state mine running
+	cd "$TESTDIR" && cclfs_unmount
+	# Another state directory: it knows no cluster.
+	STATE=$TESTDIR/state2
+	ec2_mount
+	for _ in $(seq 1 100); do
+		grep -q 'tagged cclfs:cluster=mine' "$TESTDIR/daemon.log" && break
+		sleep 0.05
+	done
+	grep -q "ec2: instance i-[0-9a-f]* (running) is tagged cclfs:cluster=mine (token [0-9a-f]*) but belongs to no cluster of this state directory; it was left alone" "$TESTDIR/daemon.log"
+	[ "$(fake_count mine running)" = 1 ]
+	[ "$(fake_py "s['calls'].get('TerminateInstances', 0) + s['calls'].get('StopInstances', 0)")" = 0 ]
+	cd "$TESTDIR" && cclfs_unmount
+	reports=$(grep -c 'tagged cclfs:cluster=mine ' "$TESTDIR/daemon.log")
+	STATE=$TESTDIR/state
+	ec2_mount
+	sleep 1
+	[ "$(grep -c 'tagged cclfs:cluster=mine ' "$TESTDIR/daemon.log")" = "$reports" ]
+	echo terminated >clusters/mine/state
+	wait_state mine terminated
+	nothing_left
+}
+
+# After a crash and a remount: every instance in the fake is terminated or
+# belongs to a cluster the tree shows, and no ClientToken launched twice.
+crash_check() {
+	local bad
+	bad=$(fake_py "[i['id'] + ' of ' + i['tags'].get('cclfs:cluster', '?') for i in s['instances'] if i['state'] != 'terminated' and not __import__('os').path.isdir('$MNT/clusters/' + i['tags'].get('cclfs:cluster', '?'))]")
+	[ "$bad" = "[]" ] || {
+		echo "instances of no visible cluster: $bad" >&2
+		return 1
+	}
+	[ "$(fake_py "max(list(s['launches_per_token'].values()) + [0])")" -le 1 ]
+}
+
+@test "crash: the daemon killed at 20 random points of deploy and terminate leaks and duplicates nothing" {
+	ec2_setup
+	ec2_mount
+	contract c 2
+	fake_post /_fake/settings '{"latency_ms": 20}'
+	for i in $(seq 1 20); do
+		h=k$i
+		delay=$(python3 -c "import random; print(round(random.uniform(0, 0.8), 3))")
+		if [ "$i" -le 10 ]; then
+			echo $h >contracts/c/deploy
+			sleep "$delay"
+			cd "$TESTDIR" && cclfs_crash && ec2_mount
+			# Finished or rolled back, never stuck.
+			for _ in $(seq 1 400); do
+				s=$(cat clusters/$h/state)
+				[ "$s" = running ] || [ "$s" = failed ] && break
+				sleep 0.05
+			done
+			[ "$s" = running ] || [ "$s" = failed ]
+			echo "# crash $i during deploy after ${delay}s: $s" >&3
+		else
+			echo $h >contracts/c/deploy
+			wait_state $h running
+			echo terminated >clusters/$h/state
+			sleep "$delay"
+			cd "$TESTDIR" && cclfs_crash && ec2_mount
+			wait_state $h terminated
+			echo "# crash $i during terminate after ${delay}s" >&3
+		fi
+		crash_check
+		if [ "$(cat clusters/$h/state)" != terminated ]; then
+			echo terminated >clusters/$h/state
+			wait_state $h terminated
+		fi
+		[ "$(fake_count $h running)" = 0 ]
+	done
+	nothing_left
+	crash_check
+}

@@ -1,0 +1,1375 @@
+#!/usr/bin/python3
+# tests/fakeec2/fake_ec2.py: a fake EC2 Query API endpoint (API 2016-11-15) for the test
+# suites: SigV4 checked with botocore's signer, key pairs, placement groups and instances
+# in memory, each running instance a real sshd test host (tests/sshd/testhosts.bash).
+"""A fake EC2 endpoint.
+
+    fake_ec2.py --dir DIR [--port 0] [--region us-east-1]
+                [--credentials AKID:SECRET[:SESSIONTOKEN]]... [--net 127.0.2] [--first 10]
+
+Listens on 127.0.0.1:PORT; once listening, DIR/port holds the port and DIR/pid the pid.
+DIR/requests.log gets one line per request, "ACTION HTTPSTATUS CODE-or-OK". SIGTERM or
+SIGINT: every sshd it started is killed, then it exits 0.
+
+EC2 actions (POST /, form body, SigV4-signed): ImportKeyPair, DeleteKeyPair,
+DescribeKeyPairs, CreatePlacementGroup, DeletePlacementGroup, DescribePlacementGroups,
+RunInstances, DescribeInstances, StopInstances, StartInstances, TerminateInstances.
+
+Control endpoint (same port, not signed):
+    POST   /_fake/faults       JSON list of {"action", "code", "status", "message",
+                               "count", "skip", "delay_ms", "delay_after"}; appended to
+                               the faults (see Fault)
+    DELETE /_fake/faults       clears them
+    POST   /_fake/settings     JSON {"latency_ms", "pending_polls", "stopping_polls",
+                               "page_size"}
+    GET    /_fake/state        JSON: instances, key pairs, placement groups, call counts,
+                               launches per client token
+    POST   /_fake/reset-calls  zeroes the call counts
+
+Instance k's sshd listens on NET.K:22 (a free slot K from --first up), accepting the
+client key of DIR/testhosts (ssh -F DIR/testhosts/ssh_config root@ADDRESS) and the
+public key of the instance's key pair.
+"""
+
+import argparse
+import base64
+import binascii
+import datetime
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+import uuid
+import xml.etree.ElementTree as ET
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.compat import HTTPHeaders
+from botocore.credentials import Credentials
+
+API_VERSION = '2016-11-15'
+XMLNS = 'http://ec2.amazonaws.com/doc/2016-11-15/'
+XML_DECL = '<?xml version="1.0" encoding="UTF-8"?>\n'
+OWNER_ID = '123456789012'
+DEFAULT_CREDENTIALS = 'AKIAFAKEEC2EXAMPLE:fake-ec2-secret-key'
+TESTHOSTS_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', 'sshd', 'testhosts.bash')
+MAX_CONCURRENT_LAUNCHES = 8
+MAX_BODY = 1 << 20
+CLOCK_SKEW = 15 * 60  # seconds X-Amz-Date may be off
+
+STATE_CODES = {'pending': 0, 'running': 16, 'shutting-down': 32, 'terminated': 48,
+               'stopping': 64, 'stopped': 80}
+TRANSITIONAL = ('pending', 'stopping', 'shutting-down')
+
+# Status and message of the codes a fault may name without saying them.
+FAULT_DEFAULTS = {
+    'RequestLimitExceeded': (503, 'Request limit exceeded.'),
+    'Unavailable': (503, 'The server is overloaded and can\'t handle the request.'),
+    'InternalError': (500, 'An internal error has occurred.'),
+    'InsufficientInstanceCapacity': (
+        500, 'We currently do not have sufficient capacity in the Availability Zone you '
+             'requested. Our system will be working on provisioning additional capacity.'),
+    'UnauthorizedOperation': (403, 'You are not authorized to perform this operation.'),
+}
+
+PUBKEY_TYPES = ('ssh-ed25519', 'ssh-rsa', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nistp384',
+                'ecdsa-sha2-nistp521')
+
+
+class ApiError(Exception):
+    """An EC2 error answer: HTTP status, error code, message."""
+
+    def __init__(self, status, code, message):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+def bad_param(message):
+    return ApiError(400, 'InvalidParameterValue', message)
+
+
+def now_iso():
+    return datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.000Z')
+
+
+def hex_id(prefix):
+    return prefix + secrets.token_hex(9)[:17]
+
+
+def wildcard_match(pattern, value):
+    """EC2 filter values: '*' any run of characters, '?' one character."""
+    rx = ''.join('.*' if c == '*' else '.' if c == '?' else re.escape(c) for c in pattern)
+    return re.fullmatch(rx, value, re.S) is not None
+
+
+# ------------------------------------------------------------------ request parameters
+
+def indexed(params, prefix):
+    """Values of PREFIX.1, PREFIX.2, ... in index order."""
+    found = []
+    rx = re.compile(re.escape(prefix) + r'\.(\d+)$')
+    for name, value in params.items():
+        m = rx.match(name)
+        if m:
+            found.append((int(m.group(1)), value))
+    return [v for _, v in sorted(found)]
+
+
+def indexed_groups(params, prefix):
+    """{N: {rest: value}} for PREFIX.N.rest parameters, in index order."""
+    groups = {}
+    rx = re.compile(re.escape(prefix) + r'\.(\d+)\.(.+)$')
+    for name, value in params.items():
+        m = rx.match(name)
+        if m:
+            groups.setdefault(int(m.group(1)), {})[m.group(2)] = value
+    return [groups[n] for n in sorted(groups)]
+
+
+def int_param(params, name, default=None, low=None, high=None):
+    raw = params.get(name)
+    if raw is None or raw == '':
+        if default is None:
+            raise ApiError(400, 'MissingParameter',
+                           'The request must contain the parameter %s' % name)
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise bad_param('Value (%s) for parameter %s is invalid. Expected an integer.'
+                        % (raw, name)) from None
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise bad_param('Value (%s) for parameter %s is invalid. Expected a value from %s '
+                        'to %s.' % (raw, name, low, high))
+    return value
+
+
+def required(params, name):
+    value = params.get(name)
+    if value is None or value == '':
+        raise ApiError(400, 'MissingParameter',
+                       'The request must contain the parameter %s' % name)
+    return value
+
+
+# ------------------------------------------------------------------ XML
+
+def sub(parent, tag, text=None):
+    e = ET.SubElement(parent, tag)
+    if text is not None:
+        e.text = str(text)
+    return e
+
+
+def state_xml(parent, tag, state):
+    e = sub(parent, tag)
+    sub(e, 'code', STATE_CODES[state])
+    sub(e, 'name', state)
+    return e
+
+
+def success_body(action, request_id, fill):
+    root = ET.Element(action + 'Response', {'xmlns': XMLNS})
+    sub(root, 'requestId', request_id)
+    fill(root)
+    return (XML_DECL + ET.tostring(root, encoding='unicode')).encode('utf-8')
+
+
+def error_body(code, message, request_id):
+    root = ET.Element('Response')
+    err = sub(sub(root, 'Errors'), 'Error')
+    sub(err, 'Code', code)
+    sub(err, 'Message', message)
+    sub(root, 'RequestID', request_id)
+    return (XML_DECL + ET.tostring(root, encoding='unicode')).encode('utf-8')
+
+
+# ------------------------------------------------------------------ SigV4
+
+class ReceivedHeadersSigV4(SigV4Auth):
+    """botocore's SigV4 signer over exactly the headers it is given: they are the ones
+    the client listed in SignedHeaders (botocore itself would leave out a few, such as
+    user-agent, that a client may still sign)."""
+
+    def headers_to_sign(self, request):
+        headers = HTTPHeaders()
+        for name, value in request.headers.items():
+            headers[name.lower()] = value
+        return headers
+
+
+def parse_authorization(value):
+    m = re.match(r'AWS4-HMAC-SHA256\s+(.*)$', value.strip(), re.S)
+    if not m:
+        raise ApiError(400, 'IncompleteSignature',
+                       'Authorization header requires the AWS4-HMAC-SHA256 algorithm.')
+    fields = {}
+    for part in m.group(1).split(','):
+        name, eq, val = part.strip().partition('=')
+        if eq:
+            fields[name.strip()] = val.strip()
+    for name in ('Credential', 'SignedHeaders', 'Signature'):
+        if not fields.get(name):
+            raise ApiError(400, 'IncompleteSignature',
+                           "Authorization header requires '%s' parameter." % name)
+    return fields
+
+
+# ------------------------------------------------------------------ the model
+
+class Instance:
+    def __init__(self, seq, reservation_id, launch_index, p):
+        self.seq = seq
+        self.id = hex_id('i-')
+        self.reservation_id = reservation_id
+        self.launch_index = launch_index
+        self.image_id = p['image_id']
+        self.instance_type = p['instance_type']
+        self.key_name = p['key_name']
+        self.key_material = p['key_material']
+        self.subnet_id = p['subnet_id']
+        self.security_group_ids = list(p['security_group_ids'])
+        self.placement_group = p['placement_group']
+        self.client_token = p['client_token']
+        self.tags = dict(p['tags'])
+        self.volume_tags = dict(p['volume_tags'])
+        self.state = 'pending'
+        self.polls = 0           # DescribeInstances calls seen in this transitional state
+        self.ready = False       # its sshd listens (pending -> running needs it)
+        self.down = True         # its sshd is known dead (stopping/shutting-down need it)
+        self.slot = None         # K of its address NET.K
+        self.dir_slot = None     # K of the host directory DIR/testhosts/hostK it owns
+        self.launch_time = now_iso()
+        self.sshd_pid = None
+        self.generation = 0      # bumped by every stop/terminate: stale launches give up
+        self.ops_lock = threading.Lock()  # one sshd operation at a time
+        self.state_reason = None
+
+
+class Fault:
+    """An injected failure or delay. A signed request of ACTION ("*": any) that passes
+    the checks is first let through SKIP times, then answered COUNT times (default 1,
+    negative: for ever) with the error CODE (HTTP STATUS, MESSAGE; defaults from
+    FAULT_DEFAULTS), after DELAY_MS. CODE "" answers STATUS with a proxy's HTML page
+    instead of an EC2 error document. Without a code it is only delayed: before the action
+    is carried out, or with DELAY_AFTER true after it (the work is done, the answer late,
+    as when a client times out on a request that succeeded)."""
+    FIELDS = ('action', 'code', 'status', 'message', 'count', 'skip', 'delay_ms',
+              'delay_after')
+
+    def __init__(self, spec):
+        if not isinstance(spec, dict):
+            raise ValueError('a fault is a JSON object')
+        unknown = set(spec) - set(self.FIELDS)
+        if unknown:
+            raise ValueError('unknown fault fields: %s' % ', '.join(sorted(unknown)))
+        self.action = spec.get('action', '*')
+        if not isinstance(self.action, str) or not self.action:
+            raise ValueError('"action" must be an action name or "*"')
+        self.code = spec.get('code')
+        if self.code is not None and not isinstance(self.code, str):
+            raise ValueError('"code" must be a string')
+        dstatus, dmessage = FAULT_DEFAULTS.get(
+            self.code, (502, 'Bad Gateway') if self.code == '' else (400, 'Injected fault.'))
+        self.status = spec.get('status', dstatus)
+        self.message = spec.get('message', dmessage)
+        self.remaining = spec.get('count', 1)   # negative: for ever
+        self.skip = spec.get('skip', 0)
+        self.delay_ms = spec.get('delay_ms', 0)
+        self.delay_after = spec.get('delay_after', False)
+        if not isinstance(self.delay_after, bool):
+            raise ValueError('"delay_after" must be true or false')
+        if self.delay_after and self.code is not None:
+            raise ValueError('"delay_after" is for faults without a "code"')
+        for name in ('status', 'remaining', 'skip', 'delay_ms'):
+            if not isinstance(getattr(self, name), int):
+                raise ValueError('"%s" must be an integer' % name)
+        if self.code is None and self.delay_ms <= 0:
+            raise ValueError('a fault needs a "code" or a "delay_ms"')
+
+    def as_json(self):
+        return {'action': self.action, 'code': self.code, 'status': self.status,
+                'message': self.message, 'count': self.remaining, 'skip': self.skip,
+                'delay_ms': self.delay_ms, 'delay_after': self.delay_after}
+
+
+class FakeEC2:
+    def __init__(self, args):
+        self.dir = os.path.abspath(args.dir)
+        self.hosts_dir = os.path.join(self.dir, 'testhosts')
+        self.region = args.region
+        self.net = args.net
+        self.first = args.first
+        self.script = os.path.abspath(args.testhosts)
+        self.credentials = {}
+        for spec in args.credentials or [DEFAULT_CREDENTIALS]:
+            parts = spec.split(':', 2)
+            if len(parts) < 2 or not parts[0] or not parts[1]:
+                raise SystemExit('--credentials: expected AKID:SECRET[:TOKEN], got %r' % spec)
+            self.credentials[parts[0]] = (parts[1], parts[2] if len(parts) == 3 else None)
+
+        self.lock = threading.Lock()
+        self.instances = []          # launch order
+        self.by_id = {}
+        self.reservations = {}       # id -> [instance ids]
+        self.tokens = {}             # client token -> {'params', 'reservation', 'launches'}
+        self.key_pairs = {}          # name -> dict (insertion order)
+        self.groups = {}             # name -> dict
+        self.calls = {}
+        self.faults = []
+        self.settings = {'latency_ms': 0, 'pending_polls': 1, 'stopping_polls': 1,
+                         'page_size': None}
+        self.shutting_down = False
+        self.launch_sem = threading.Semaphore(MAX_CONCURRENT_LAUNCHES)
+        self.jobs = set()            # sshd threads in flight
+        self.log_lock = threading.Lock()
+        self.log = open(os.path.join(self.dir, 'requests.log'), 'a', buffering=1)
+
+    # ------------------------------------------------------------ sshd test hosts
+
+    def bash(self, function, *args):
+        """Run a function of testhosts.bash; returns (ok, stderr)."""
+        env = dict(os.environ, TESTHOSTS_NET=self.net)
+        proc = subprocess.run(
+            ['bash', '-c', 'source "$1" || exit 1; shift; "$@"', 'fake-ec2', self.script,
+             function] + [str(a) for a in args],
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        if proc.returncode != 0:
+            sys.stderr.write('fake_ec2: %s %s failed (%d): %s\n' % (
+                function, ' '.join(str(a) for a in args), proc.returncode, proc.stderr))
+        return proc.returncode == 0, proc.stderr.strip()
+
+    def host_dir(self, slot):
+        return os.path.join(self.hosts_dir, 'host%d' % slot)
+
+    def address(self, slot):
+        return None if slot is None else '%s.%d' % (self.net, slot)
+
+    def prepare_hosts(self):
+        os.makedirs(self.hosts_dir, exist_ok=True)
+        stale = [n for n in os.listdir(self.hosts_dir) if re.fullmatch(r'host\d+', n)]
+        if stale:
+            # A previous run in this DIR: its daemons and directories go.
+            self.bash('testhosts_stop', self.hosts_dir)
+            for name in stale:
+                self.retire_dir(os.path.join(self.hosts_dir, name), 'stale-' + name)
+        ok, err = self.bash('testhosts_init', self.hosts_dir)
+        if not ok:
+            raise SystemExit('fake_ec2: testhosts_init failed: ' + err)
+
+    def retire_dir(self, path, name):
+        """Move a dead host's directory out of the host namespace (kept for its log)."""
+        if not os.path.isdir(path):
+            return
+        base = os.path.join(self.hosts_dir, 'terminated')
+        os.makedirs(base, exist_ok=True)
+        dest, n = os.path.join(base, name), 1
+        while os.path.exists(dest):
+            n += 1
+            dest = os.path.join(base, '%s.%d' % (name, n))
+        os.rename(path, dest)
+
+    def listening_slots(self):
+        """K of every NET.K:22 some process listens on (another user of the /24)."""
+        a, b, c = (int(x) for x in self.net.split('.'))
+        suffix = '%02X%02X%02X' % (c, b, a)
+        busy = set()
+        try:
+            with open('/proc/net/tcp') as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    local, st = fields[1], fields[3]
+                    if st == '0A' and local.endswith(suffix + ':0016'):
+                        busy.add(int(local[:2], 16))
+        except OSError:
+            pass
+        return busy
+
+    def free_slots(self, count):
+        """Up to COUNT free slots, lowest first (caller holds the lock): no instance's
+        address or host directory, nothing listening on NET.K:22."""
+        taken = set()
+        for inst in self.instances:
+            taken.update(s for s in (inst.slot, inst.dir_slot) if s is not None)
+        taken |= self.listening_slots()
+        free = []
+        for k in range(self.first, 255):
+            if k in taken or os.path.exists(self.host_dir(k)):
+                continue
+            free.append(k)
+            if len(free) == count:
+                break
+        return free
+
+    def spawn(self, target, *args):
+        t = threading.Thread(target=self._job, args=(target,) + args, daemon=True)
+        with self.lock:
+            self.jobs.add(t)
+        t.start()
+
+    def _job(self, target, *args):
+        try:
+            target(*args)
+        except Exception as e:  # a failed job must not take the server down
+            sys.stderr.write('fake_ec2: %s: %r\n' % (target.__name__, e))
+        finally:
+            with self.lock:
+                self.jobs.discard(threading.current_thread())
+
+    def launch_job(self, inst, gen):
+        """Bring the instance's sshd up on NET.slot (from its old directory, if any)."""
+        with self.launch_sem, inst.ops_lock:
+            with self.lock:
+                if inst.generation != gen or self.shutting_down:
+                    return
+                src, dst, key_line = inst.dir_slot, inst.slot, inst.key_material
+                if src is None:
+                    inst.dir_slot = dst
+            dst_dir = self.host_dir(dst)
+            ok, err = True, ''
+            try:
+                if src is not None and os.path.isfile(
+                        os.path.join(self.host_dir(src), 'sshd_config')):
+                    ok, err = self.bash('testhosts_move', self.hosts_dir, src, dst)
+                else:
+                    if src is not None and src != dst and os.path.isdir(self.host_dir(src)):
+                        os.rename(self.host_dir(src), dst_dir)
+                    os.makedirs(dst_dir, exist_ok=True)
+                    keys = os.path.join(dst_dir, 'authorized_keys')
+                    if key_line:
+                        with open(keys, 'w') as f:
+                            f.write(key_line + '\n')
+                    elif os.path.exists(keys):
+                        os.unlink(keys)
+                    ok, err = self.bash('testhosts_start', self.hosts_dir, 1, dst)
+            except OSError as e:
+                ok, err = False, str(e)
+            pid = None
+            try:
+                with open(os.path.join(dst_dir, 'sshd.pid')) as f:
+                    pid = int(f.read().strip())
+            except (OSError, ValueError):
+                pass
+            with self.lock:
+                if src is not None and src != dst and not os.path.exists(self.host_dir(src)):
+                    inst.dir_slot = dst
+                if pid is not None:
+                    inst.sshd_pid = pid
+                if inst.generation != gen:
+                    return  # stopped or terminated meanwhile: the stopper kills it next
+                if ok:
+                    inst.ready = True
+                    inst.down = False
+                    return
+                # The host did not come up: the instance fails as EC2 ones can.
+                inst.generation += 1
+                inst.state = 'terminated'
+                inst.state_reason = ('Server.InternalError',
+                                     'Server.InternalError: sshd did not start: ' + err)
+            self.kill_and_retire(inst, locked_ops=True)
+
+    def kill_sshd(self, inst):
+        """Kill the instance's sshd (listener and sessions); caller holds inst.ops_lock."""
+        with self.lock:
+            slot = inst.dir_slot
+        if slot is not None and os.path.isfile(os.path.join(self.host_dir(slot), 'sshd_config')):
+            self.bash('testhosts_kill', self.hosts_dir, slot)
+        with self.lock:
+            inst.down = True
+
+    def kill_and_retire(self, inst, locked_ops=False):
+        """Terminated: sshd killed, host directory moved away, slots freed."""
+        if not locked_ops:
+            inst.ops_lock.acquire()
+        try:
+            self.kill_sshd(inst)
+            with self.lock:
+                slot = inst.dir_slot
+            if slot is not None:
+                self.retire_dir(self.host_dir(slot), inst.id)
+            with self.lock:
+                inst.dir_slot = None
+                inst.slot = None
+        finally:
+            if not locked_ops:
+                inst.ops_lock.release()
+
+    def stop_sshds(self, victims, terminate):
+        """Kill (and for terminate retire) several instances' sshds in parallel; returns
+        when all are done."""
+        def one(inst):
+            if terminate:
+                self.kill_and_retire(inst)
+            else:
+                with inst.ops_lock:
+                    self.kill_sshd(inst)
+        threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in victims]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    def shutdown(self):
+        with self.lock:
+            self.shutting_down = True
+            jobs = list(self.jobs)
+        deadline = time.monotonic() + 60
+        for t in jobs:
+            t.join(max(0.1, deadline - time.monotonic()))
+        self.bash('testhosts_stop', self.hosts_dir)
+
+    # ------------------------------------------------------------ request handling
+
+    def count_call(self, action):
+        with self.lock:
+            self.calls[action] = self.calls.get(action, 0) + 1
+
+    def write_log(self, action, status, code):
+        with self.log_lock:
+            self.log.write('%s %d %s\n' % (action or '-', status, code or 'OK'))
+
+    def check_signature(self, handler, host, body):
+        h = handler.headers
+        auths = h.get_all('Authorization') or []
+        if not auths:
+            raise ApiError(401, 'MissingAuthenticationToken',
+                           'Request is missing Authentication Token')
+        if len(auths) > 1:
+            raise ApiError(400, 'InvalidParameter', 'Authorization sent twice')
+        fields = parse_authorization(auths[0])
+        scope = fields['Credential'].split('/')
+        if len(scope) != 5:
+            raise ApiError(400, 'IncompleteSignature',
+                           "Credential must be AKID/DATE/REGION/SERVICE/aws4_request, got '%s'"
+                           % fields['Credential'])
+        akid, scope_date, region, service, terminator = scope
+        if akid not in self.credentials:
+            raise ApiError(401, 'AuthFailure',
+                           'AWS was not able to validate the provided access credentials')
+        secret, token = self.credentials[akid]
+        if region != self.region:
+            raise ApiError(403, 'SignatureDoesNotMatch',
+                           "Credential should be scoped to a valid region: this endpoint is "
+                           "'%s', not '%s'." % (self.region, region))
+        if service != 'ec2':
+            raise ApiError(403, 'SignatureDoesNotMatch',
+                           "Credential should be scoped to correct service: 'ec2', not '%s'."
+                           % service)
+        if terminator != 'aws4_request':
+            raise ApiError(403, 'SignatureDoesNotMatch',
+                           "Credential should be scoped with a valid terminator: "
+                           "'aws4_request', not '%s'." % terminator)
+        dates = h.get_all('X-Amz-Date') or []
+        if len(dates) > 1:
+            raise ApiError(400, 'InvalidParameter', 'X-Amz-Date sent twice')
+        if not dates:
+            raise ApiError(400, 'IncompleteSignature', 'The X-Amz-Date header is missing')
+        amz_date = dates[0].strip()
+        try:
+            when = datetime.datetime.strptime(amz_date, '%Y%m%dT%H%M%SZ').replace(
+                tzinfo=datetime.timezone.utc)
+        except ValueError:
+            raise ApiError(400, 'IncompleteSignature',
+                           "X-Amz-Date '%s' is not of the form YYYYMMDDTHHMMSSZ" % amz_date
+                           ) from None
+        skew = abs((datetime.datetime.now(datetime.timezone.utc) - when).total_seconds())
+        if skew > CLOCK_SKEW:
+            raise ApiError(400, 'RequestExpired',
+                           'Request has expired: X-Amz-Date %s is %d s from the server time'
+                           % (amz_date, skew))
+        if scope_date != amz_date[:8]:
+            raise ApiError(403, 'SignatureDoesNotMatch',
+                           "Credential scope date '%s' is not the date of X-Amz-Date '%s'."
+                           % (scope_date, amz_date))
+        signed = fields['SignedHeaders'].split(';')
+        if any(not n or n != n.strip().lower() for n in signed):
+            raise ApiError(403, 'SignatureDoesNotMatch',
+                           "SignedHeaders must be lower-case names separated by ';': '%s'"
+                           % fields['SignedHeaders'])
+        for needed in ('host', 'x-amz-date'):
+            if needed not in signed:
+                raise ApiError(403, 'SignatureDoesNotMatch',
+                               "'%s' must be among the SignedHeaders." % needed)
+        for name in signed:
+            if not h.get_all(name):
+                raise ApiError(403, 'SignatureDoesNotMatch',
+                               "Signed header '%s' is not in the request." % name)
+        tokens = h.get_all('X-Amz-Security-Token') or []
+        if token is not None:
+            if len(tokens) != 1 or tokens[0].strip() != token:
+                raise ApiError(401, 'AuthFailure',
+                               'The security token included in the request is %s.'
+                               % ('missing' if not tokens else 'invalid'))
+            if 'x-amz-security-token' not in signed:
+                raise ApiError(403, 'SignatureDoesNotMatch',
+                               "'x-amz-security-token' must be among the SignedHeaders.")
+        elif tokens:
+            raise ApiError(401, 'AuthFailure',
+                           'The credential %s has no session token; X-Amz-Security-Token '
+                           'must not be sent.' % akid)
+        content_sha = h.get_all('X-Amz-Content-SHA256') or []
+        if content_sha and content_sha[0].strip() != hashlib.sha256(body).hexdigest():
+            raise ApiError(400, 'XAmzContentSHA256Mismatch',
+                           'X-Amz-Content-SHA256 is not the SHA-256 of the body.')
+
+        request = AWSRequest(method=handler.command, url='http://%s/' % host, data=body)
+        for name in signed:
+            for value in h.get_all(name):
+                request.headers[name] = value
+        request.context['timestamp'] = amz_date
+        signer = ReceivedHeadersSigV4(Credentials(akid, secret, token), 'ec2', self.region)
+        canonical = signer.canonical_request(request)
+        expected = signer.signature(signer.string_to_sign(request, canonical), request)
+        if not hmac.compare_digest(expected, fields['Signature'].lower()):
+            raise ApiError(403, 'SignatureDoesNotMatch',
+                           'The request signature we calculated does not match the signature '
+                           'you provided. Check your AWS Secret Access Key and signing method. '
+                           'Consult the service documentation for details.')
+
+    def take_fault(self, action):
+        with self.lock:
+            chosen = None
+            for f in self.faults:
+                if f.action not in ('*', action) or f.remaining == 0:
+                    continue
+                if f.skip > 0:
+                    f.skip -= 1
+                    continue
+                if chosen is None:
+                    chosen = f
+            if chosen is not None and chosen.remaining > 0:
+                chosen.remaining -= 1
+            return chosen
+
+    def handle_api(self, handler, host, body):
+        """One EC2 request; returns (action, status, code-or-None, body): an EC2 XML
+        document, or HTML when the code is '-'."""
+        request_id = str(uuid.uuid4())
+        action = None
+        try:
+            if handler.command != 'POST':
+                raise ApiError(400, 'InvalidParameter',
+                               'Only POST requests are served, not %s' % handler.command)
+            split = urllib.parse.urlsplit(handler.path)
+            if split.path != '/':
+                raise ApiError(400, 'InvalidParameter', "The path must be '/', not '%s'"
+                               % split.path)
+            if split.query:
+                raise ApiError(400, 'InvalidParameter',
+                               'Parameters go in the body, not in the query string')
+            ctype = (handler.headers.get('Content-Type') or '').split(';')[0].strip().lower()
+            if ctype != 'application/x-www-form-urlencoded':
+                raise ApiError(400, 'InvalidParameter',
+                               "Content-Type must be application/x-www-form-urlencoded, not "
+                               "'%s'" % handler.headers.get('Content-Type', ''))
+            try:
+                pairs = urllib.parse.parse_qsl(body.decode('utf-8'), keep_blank_values=True,
+                                               strict_parsing=bool(body), errors='strict')
+            except (UnicodeDecodeError, ValueError):
+                raise ApiError(400, 'InvalidParameter',
+                               'The body is not a valid form encoding') from None
+            params = {}
+            for name, value in pairs:
+                if name in params:
+                    raise ApiError(400, 'InvalidParameter', 'Parameter %s sent twice' % name)
+                params[name] = value
+            action = params.get('Action') or None
+            if action:
+                self.count_call(action)
+            self.check_signature(handler, host, body)
+            latency = self.settings['latency_ms']
+            if latency:
+                time.sleep(latency / 1000.0)
+            if params.get('Version') != API_VERSION:
+                if 'Version' not in params:
+                    raise ApiError(400, 'MissingParameter',
+                                   'The request must contain the parameter Version')
+                raise ApiError(400, 'InvalidParameterValue',
+                               "Version '%s' is not served (only %s)"
+                               % (params['Version'], API_VERSION))
+            if not action:
+                raise ApiError(400, 'MissingAction',
+                               'The request must contain the parameter Action')
+            method = getattr(self, 'do_' + action, None)
+            if method is None or not action[:1].isupper():
+                raise ApiError(400, 'InvalidAction',
+                               'The action %s is not valid for this web service.' % action)
+            fault = self.take_fault(action)
+            if fault is not None:
+                if fault.delay_ms > 0 and not fault.delay_after:
+                    time.sleep(fault.delay_ms / 1000.0)
+                if fault.code == '':
+                    # What a proxy in front of the endpoint might answer.
+                    page = ('<html><head><title>%d</title></head><body><h1>%d</h1>'
+                            '<p>%s</p></body></html>\n'
+                            % (fault.status, fault.status, fault.message))
+                    return action, fault.status, '-', page.encode('utf-8')
+                if fault.code is not None:
+                    raise ApiError(fault.status, fault.code, fault.message)
+            xml = method(params, request_id)
+            if fault is not None and fault.delay_after:
+                time.sleep(fault.delay_ms / 1000.0)
+            return action, 200, None, xml
+        except ApiError as e:
+            return action, e.status, e.code, error_body(e.code, e.message, request_id)
+
+    # ------------------------------------------------------------ key pairs
+
+    def do_ImportKeyPair(self, params, rid):
+        name = required(params, 'KeyName')
+        material = required(params, 'PublicKeyMaterial')
+        try:
+            line = base64.b64decode(material, validate=True).decode('ascii').strip()
+            fields = line.split()
+            blob = base64.b64decode(fields[1], validate=True)
+            if fields[0] not in PUBKEY_TYPES or len(blob) < 4:
+                raise ValueError(fields[0])
+            n = int.from_bytes(blob[:4], 'big')
+            if blob[4:4 + n].decode('ascii') != fields[0]:
+                raise ValueError('key type mismatch')
+        except (binascii.Error, UnicodeDecodeError, ValueError, IndexError):
+            raise ApiError(400, 'InvalidKey.Format',
+                           'Key is not in valid OpenSSH public key format') from None
+        digest = hashlib.md5(blob).hexdigest()
+        fingerprint = ':'.join(digest[i:i + 2] for i in range(0, len(digest), 2))
+        with self.lock:
+            if name in self.key_pairs:
+                raise ApiError(400, 'InvalidKeyPair.Duplicate',
+                               "The keypair '%s' already exists." % name)
+            kp = {'name': name, 'fingerprint': fingerprint, 'id': hex_id('key-'),
+                  'type': 'ed25519' if fields[0] == 'ssh-ed25519' else 'rsa',
+                  'material': ' '.join(fields[:2])}
+            self.key_pairs[name] = kp
+
+        def fill(root):
+            sub(root, 'keyName', name)
+            sub(root, 'keyFingerprint', fingerprint)
+            sub(root, 'keyPairId', kp['id'])
+        return success_body('ImportKeyPair', rid, fill)
+
+    def do_DeleteKeyPair(self, params, rid):
+        name = params.get('KeyName')
+        kp_id = params.get('KeyPairId')
+        if not name and not kp_id:
+            raise ApiError(400, 'MissingParameter',
+                           'The request must contain the parameter KeyName or KeyPairId')
+        with self.lock:
+            for kp in list(self.key_pairs.values()):
+                if kp['name'] == name or kp['id'] == kp_id:
+                    del self.key_pairs[kp['name']]
+        return success_body('DeleteKeyPair', rid, lambda root: sub(root, 'return', 'true'))
+
+    def do_DescribeKeyPairs(self, params, rid):
+        names = indexed(params, 'KeyName')
+        with self.lock:
+            missing = [n for n in names if n not in self.key_pairs]
+            if missing:
+                raise ApiError(400, 'InvalidKeyPair.NotFound',
+                               "The key pair '%s' does not exist" % missing[0])
+            pairs = [dict(kp) for kp in self.key_pairs.values()
+                     if not names or kp['name'] in names]
+
+        def fill(root):
+            key_set = sub(root, 'keySet')
+            for kp in pairs:
+                item = sub(key_set, 'item')
+                sub(item, 'keyPairId', kp['id'])
+                sub(item, 'keyName', kp['name'])
+                sub(item, 'keyFingerprint', kp['fingerprint'])
+                sub(item, 'keyType', kp['type'])
+        return success_body('DescribeKeyPairs', rid, fill)
+
+    # ------------------------------------------------------------ placement groups
+
+    def do_CreatePlacementGroup(self, params, rid):
+        name = required(params, 'GroupName')
+        strategy = params.get('Strategy') or 'cluster'
+        if strategy not in ('cluster', 'spread', 'partition'):
+            raise bad_param("Value (%s) for parameter strategy is invalid. Expected: "
+                            "'cluster', 'spread' or 'partition'." % strategy)
+        with self.lock:
+            if name in self.groups:
+                raise ApiError(400, 'InvalidPlacementGroup.Duplicate',
+                               "The placement group '%s' already exists." % name)
+            group = {'name': name, 'strategy': strategy, 'id': hex_id('pg-')}
+            self.groups[name] = group
+
+        def fill(root):
+            sub(root, 'return', 'true')
+            pg = sub(root, 'placementGroup')
+            sub(pg, 'groupName', name)
+            sub(pg, 'state', 'available')
+            sub(pg, 'strategy', strategy)
+            sub(pg, 'groupId', group['id'])
+        return success_body('CreatePlacementGroup', rid, fill)
+
+    def do_DeletePlacementGroup(self, params, rid):
+        name = required(params, 'GroupName')
+        with self.lock:
+            if name not in self.groups:
+                raise ApiError(400, 'InvalidPlacementGroup.Unknown',
+                               "The Placement Group '%s' is unknown." % name)
+            users = [i.id for i in self.instances
+                     if i.placement_group == name and i.state != 'terminated']
+            if users:
+                raise ApiError(400, 'InvalidPlacementGroup.InUse',
+                               "There are instances in the placement group '%s': %s"
+                               % (name, ', '.join(users)))
+            del self.groups[name]
+        return success_body('DeletePlacementGroup', rid,
+                            lambda root: sub(root, 'return', 'true'))
+
+    def do_DescribePlacementGroups(self, params, rid):
+        names = indexed(params, 'GroupName')
+        with self.lock:
+            missing = [n for n in names if n not in self.groups]
+            if missing:
+                raise ApiError(400, 'InvalidPlacementGroup.Unknown',
+                               "The Placement Group '%s' is unknown." % missing[0])
+            groups = [dict(g) for g in self.groups.values() if not names or g['name'] in names]
+
+        def fill(root):
+            pg_set = sub(root, 'placementGroupSet')
+            for g in groups:
+                item = sub(pg_set, 'item')
+                sub(item, 'groupName', g['name'])
+                sub(item, 'state', 'available')
+                sub(item, 'strategy', g['strategy'])
+                sub(item, 'groupId', g['id'])
+        return success_body('DescribePlacementGroups', rid, fill)
+
+    # ------------------------------------------------------------ instances
+
+    def instance_xml(self, parent, inst):
+        item = sub(parent, 'item')
+        sub(item, 'instanceId', inst.id)
+        sub(item, 'imageId', inst.image_id)
+        state_xml(item, 'instanceState', inst.state)
+        addr = self.address(inst.slot) if inst.state != 'terminated' else None
+        sub(item, 'privateDnsName',
+            'ip-%s.ec2.internal' % addr.replace('.', '-') if addr else None)
+        sub(item, 'dnsName')
+        sub(item, 'reason', inst.state_reason[1] if inst.state_reason else None)
+        if inst.key_name:
+            sub(item, 'keyName', inst.key_name)
+        sub(item, 'amiLaunchIndex', inst.launch_index)
+        sub(item, 'instanceType', inst.instance_type)
+        sub(item, 'launchTime', inst.launch_time)
+        placement = sub(item, 'placement')
+        sub(placement, 'availabilityZone', self.region + 'a')
+        if inst.placement_group:
+            sub(placement, 'groupName', inst.placement_group)
+        sub(placement, 'tenancy', 'default')
+        sub(sub(item, 'monitoring'), 'state', 'disabled')
+        if inst.subnet_id:
+            sub(item, 'subnetId', inst.subnet_id)
+        if addr:
+            sub(item, 'privateIpAddress', addr)
+        if addr and inst.state == 'running':
+            sub(item, 'ipAddress', addr)
+        if inst.security_group_ids:
+            groups = sub(item, 'groupSet')
+            for gid in inst.security_group_ids:
+                sub(sub(groups, 'item'), 'groupId', gid)
+        if inst.state_reason:
+            reason = sub(item, 'stateReason')
+            sub(reason, 'code', inst.state_reason[0])
+            sub(reason, 'message', inst.state_reason[1])
+        sub(item, 'architecture', 'x86_64')
+        sub(item, 'rootDeviceType', 'ebs')
+        sub(item, 'rootDeviceName', '/dev/xvda')
+        if inst.client_token:
+            sub(item, 'clientToken', inst.client_token)
+        if inst.tags:
+            tag_set = sub(item, 'tagSet')
+            for k, v in inst.tags.items():
+                t = sub(tag_set, 'item')
+                sub(t, 'key', k)
+                sub(t, 'value', v)
+        sub(item, 'virtualizationType', 'hvm')
+        sub(item, 'hypervisor', 'xen')
+
+    def reservation_xml(self, parent, rid, instances, tag='item'):
+        res = sub(parent, tag) if tag else parent
+        sub(res, 'reservationId', rid)
+        sub(res, 'ownerId', OWNER_ID)
+        sub(res, 'groupSet')
+        inst_set = sub(res, 'instancesSet')
+        for inst in instances:
+            self.instance_xml(inst_set, inst)
+
+    def run_params(self, params):
+        """The launch parameters of a RunInstances request (validated later)."""
+        tags, volume_tags = {}, {}
+        for spec in indexed_groups(params, 'TagSpecification'):
+            rtype = spec.get('ResourceType')
+            pairs = {}
+            for t in indexed_groups({k: v for k, v in spec.items()}, 'Tag'):
+                if not t.get('Key'):
+                    raise ApiError(400, 'InvalidParameterValue', 'Tag keys must not be empty')
+                pairs[t['Key']] = t.get('Value', '')
+            if rtype == 'instance':
+                tags.update(pairs)
+            elif rtype == 'volume':
+                volume_tags.update(pairs)
+        return {
+            'image_id': params.get('ImageId') or '',
+            'instance_type': params.get('InstanceType') or 'm1.small',
+            'key_name': params.get('KeyName') or None,
+            'subnet_id': params.get('SubnetId') or None,
+            'security_group_ids': indexed(params, 'SecurityGroupId'),
+            'placement_group': params.get('Placement.GroupName') or None,
+            'client_token': params.get('ClientToken') or None,
+            'tags': tags,
+            'volume_tags': volume_tags,
+        }
+
+    def do_RunInstances(self, params, rid):
+        p = self.run_params(params)
+        token = p['client_token']
+        launched = []
+        with self.lock:
+            if token and token in self.tokens:
+                seen = self.tokens[token]
+                if seen['params'] != params:
+                    raise ApiError(400, 'IdempotentParameterMismatch',
+                                   'Arguments on this idempotent request are inconsistent '
+                                   'with arguments used in previous request(s).')
+                res_id = seen['reservation']
+                instances = [self.by_id[i] for i in self.reservations[res_id]]
+            else:
+                image = required(params, 'ImageId')
+                if image.startswith('ami-bad'):
+                    raise ApiError(400, 'InvalidAMIID.NotFound',
+                                   "The image id '[%s]' does not exist" % image)
+                min_count = int_param(params, 'MinCount', low=1)
+                max_count = int_param(params, 'MaxCount', low=1)
+                if min_count > max_count:
+                    raise bad_param('MinCount (%d) must not exceed MaxCount (%d)'
+                                    % (min_count, max_count))
+                if p['key_name'] is not None:
+                    if p['key_name'] not in self.key_pairs:
+                        raise ApiError(400, 'InvalidKeyPair.NotFound',
+                                       "The key pair '%s' does not exist" % p['key_name'])
+                    p['key_material'] = self.key_pairs[p['key_name']]['material']
+                else:
+                    p['key_material'] = None
+                if p['placement_group'] is not None and p['placement_group'] not in self.groups:
+                    raise ApiError(400, 'InvalidPlacementGroup.Unknown',
+                                   "The Placement Group '%s' is unknown." % p['placement_group'])
+                slots = self.free_slots(max_count)
+                if len(slots) < min_count:
+                    code = 'InsufficientInstanceCapacity'
+                    raise ApiError(FAULT_DEFAULTS[code][0], code,
+                                   'We currently do not have sufficient capacity: %d test '
+                                   'host addresses are free, %d wanted.'
+                                   % (len(slots), min_count))
+                res_id = hex_id('r-')
+                instances = []
+                for n, slot in enumerate(slots):
+                    inst = Instance(len(self.instances), res_id, n, p)
+                    inst.slot = slot
+                    self.instances.append(inst)
+                    self.by_id[inst.id] = inst
+                    instances.append(inst)
+                self.reservations[res_id] = [i.id for i in instances]
+                if token:
+                    self.tokens[token] = {'params': dict(params), 'reservation': res_id,
+                                          'launches': 1}
+                launched = [(inst, inst.generation) for inst in instances]
+            body = success_body('RunInstances', rid,
+                                lambda root: self.reservation_xml(root, res_id, instances,
+                                                                  tag=None))
+        for inst, gen in launched:
+            self.spawn(self.launch_job, inst, gen)
+        return body
+
+    def advance(self):
+        """The transitions a DescribeInstances call makes happen (lock held)."""
+        s = self.settings
+        for inst in self.instances:
+            if inst.state == 'pending' and inst.ready and inst.polls >= s['pending_polls']:
+                inst.state, inst.polls = 'running', 0
+            elif inst.state == 'stopping' and inst.down and inst.polls >= s['stopping_polls']:
+                inst.state, inst.polls = 'stopped', 0
+            elif (inst.state == 'shutting-down' and inst.down
+                  and inst.polls >= s['stopping_polls']):
+                inst.state, inst.polls = 'terminated', 0
+
+    def filter_match(self, inst, name, values):
+        if name.startswith('tag:'):
+            key = name[4:]
+            return key in inst.tags and any(wildcard_match(v, inst.tags[key]) for v in values)
+        if name == 'tag-key':
+            return any(wildcard_match(v, k) for v in values for k in inst.tags)
+        field = {'instance-state-name': inst.state, 'instance-id': inst.id,
+                 'client-token': inst.client_token or '',
+                 'reservation-id': inst.reservation_id}[name]
+        return any(wildcard_match(v, field) for v in values)
+
+    def do_DescribeInstances(self, params, rid):
+        ids = indexed(params, 'InstanceId')
+        filters = []
+        for f in indexed_groups(params, 'Filter'):
+            name = f.get('Name')
+            if not name:
+                raise ApiError(400, 'InvalidParameterValue', 'A filter has no Name')
+            if not (name.startswith('tag:') or name in (
+                    'tag-key', 'instance-state-name', 'instance-id', 'client-token',
+                    'reservation-id')):
+                raise ApiError(400, 'InvalidParameterValue',
+                               "The filter '%s' is invalid" % name)
+            values = indexed(f, 'Value')
+            filters.append((name, values))
+        max_results = None
+        if params.get('MaxResults'):
+            if ids:
+                raise ApiError(400, 'InvalidParameterCombination',
+                               'The parameter instancesSet cannot be used with the parameter '
+                               'maxResults')
+            max_results = int_param(params, 'MaxResults', low=5, high=1000)
+        after = -1
+        if params.get('NextToken'):
+            try:
+                after = int(json.loads(base64.urlsafe_b64decode(
+                    params['NextToken'].encode('ascii')))['after'])
+            except (ValueError, KeyError, TypeError, binascii.Error, UnicodeEncodeError):
+                raise ApiError(400, 'InvalidParameterValue',
+                               "Invalid NextToken '%s'" % params['NextToken']) from None
+        with self.lock:
+            missing = [i for i in ids if i not in self.by_id]
+            if missing:
+                raise ApiError(400, 'InvalidInstanceID.NotFound',
+                               "The instance ID%s '%s' do%s not exist"
+                               % ('s' if len(missing) > 1 else '', ', '.join(missing),
+                                  '' if len(missing) > 1 else 'es'))
+            self.advance()
+            page = None if ids else self.settings['page_size']  # ids: never paged
+            limit = min(x for x in (max_results, page, 1 << 30) if x)
+            matched = [i for i in self.instances
+                       if i.seq > after and (not ids or i.id in ids)
+                       and all(self.filter_match(i, n, v) for n, v in filters)]
+            more = len(matched) > limit
+            matched = matched[:limit]
+            token = None
+            if more:
+                token = base64.urlsafe_b64encode(json.dumps(
+                    {'after': matched[-1].seq}).encode()).decode('ascii')
+
+            def fill(root):
+                res_set = sub(root, 'reservationSet')
+                group = []
+                for inst in matched + [None]:
+                    if group and (inst is None or inst.reservation_id != group[0].reservation_id):
+                        self.reservation_xml(res_set, group[0].reservation_id, group)
+                        group = []
+                    if inst is not None:
+                        group.append(inst)
+                if token:
+                    sub(root, 'nextToken', token)
+            body = success_body('DescribeInstances', rid, fill)
+            for inst in self.instances:
+                if inst.state in TRANSITIONAL:
+                    inst.polls += 1
+        return body
+
+    def lookup(self, params):
+        ids = indexed(params, 'InstanceId')
+        if not ids:
+            raise ApiError(400, 'MissingParameter',
+                           'The request must contain the parameter InstanceId')
+        missing = [i for i in ids if i not in self.by_id]
+        if missing:
+            raise ApiError(400, 'InvalidInstanceID.NotFound',
+                           "The instance ID '%s' does not exist" % ', '.join(missing))
+        seen, out = set(), []
+        for i in ids:
+            if i not in seen:
+                seen.add(i)
+                out.append(self.by_id[i])
+        return out
+
+    def change_body(self, action, rid, changes):
+        def fill(root):
+            inst_set = sub(root, 'instancesSet')
+            for inst_id, current, previous in changes:
+                item = sub(inst_set, 'item')
+                sub(item, 'instanceId', inst_id)
+                state_xml(item, 'currentState', current)
+                state_xml(item, 'previousState', previous)
+        return success_body(action, rid, fill)
+
+    def do_StopInstances(self, params, rid):
+        with self.lock:
+            instances = self.lookup(params)
+            for inst in instances:
+                if inst.state in ('terminated', 'shutting-down'):
+                    raise ApiError(400, 'IncorrectInstanceState',
+                                   "This instance '%s' is not in a state from which it can be "
+                                   "stopped." % inst.id)
+            changes, victims = [], []
+            for inst in instances:
+                prev = inst.state
+                if prev in ('pending', 'running'):
+                    inst.state, inst.polls = 'stopping', 0
+                    inst.generation += 1
+                    inst.ready = False
+                    victims.append(inst)
+                changes.append((inst.id, inst.state, prev))
+        self.stop_sshds(victims, terminate=False)
+        return self.change_body('StopInstances', rid, changes)
+
+    def do_StartInstances(self, params, rid):
+        launches = []
+        with self.lock:
+            instances = self.lookup(params)
+            for inst in instances:
+                if inst.state not in ('pending', 'running', 'stopped'):
+                    raise ApiError(400, 'IncorrectInstanceState',
+                                   "The instance '%s' is not in a state from which it can be "
+                                   "started." % inst.id)
+            wanted = [i for i in instances if i.state == 'stopped']
+            changes = []
+            for inst in instances:
+                prev = inst.state
+                if inst in wanted:
+                    # Another address while one is free (its own is still taken).
+                    slots = self.free_slots(1)
+                    new = slots[0] if slots else inst.slot
+                    inst.slot = new
+                    inst.state, inst.polls = 'pending', 0
+                    inst.ready = False
+                    inst.launch_time = now_iso()
+                    inst.generation += 1
+                    launches.append((inst, inst.generation))
+                changes.append((inst.id, inst.state, prev))
+        for inst, gen in launches:
+            self.spawn(self.launch_job, inst, gen)
+        return self.change_body('StartInstances', rid, changes)
+
+    def do_TerminateInstances(self, params, rid):
+        with self.lock:
+            instances = self.lookup(params)
+            changes, victims = [], []
+            for inst in instances:
+                prev = inst.state
+                if prev not in ('terminated', 'shutting-down'):
+                    inst.state, inst.polls = 'shutting-down', 0
+                    inst.generation += 1
+                    inst.ready = False
+                    inst.down = False
+                    victims.append(inst)
+                changes.append((inst.id, inst.state, prev))
+        self.stop_sshds(victims, terminate=True)
+        return self.change_body('TerminateInstances', rid, changes)
+
+    # ------------------------------------------------------------ control endpoint
+
+    def state_json(self):
+        with self.lock:
+            return {
+                'instances': [{
+                    'id': i.id, 'state': i.state,
+                    'address': self.address(i.slot) if i.state != 'terminated' else None,
+                    'tags': dict(i.tags), 'volume_tags': dict(i.volume_tags),
+                    'client_token': i.client_token, 'image_id': i.image_id,
+                    'instance_type': i.instance_type, 'key_name': i.key_name,
+                    'placement_group': i.placement_group, 'subnet_id': i.subnet_id,
+                    'security_group_ids': list(i.security_group_ids),
+                    'reservation_id': i.reservation_id, 'sshd_pid': i.sshd_pid,
+                    'host_dir': self.host_dir(i.dir_slot) if i.dir_slot is not None else None,
+                    'state_reason': i.state_reason[1] if i.state_reason else None,
+                } for i in self.instances],
+                'key_pairs': list(self.key_pairs),
+                'placement_groups': list(self.groups),
+                'calls': dict(self.calls),
+                'launches_per_token': {t: v['launches'] for t, v in self.tokens.items()},
+                'faults': [f.as_json() for f in self.faults],
+                'settings': dict(self.settings),
+            }
+
+    def handle_control(self, handler, body):
+        """(status, JSON body) of a /_fake/ request."""
+        path = urllib.parse.urlsplit(handler.path).path
+        method = handler.command
+        try:
+            data = json.loads(body.decode('utf-8')) if body.strip() else None
+        except (UnicodeDecodeError, ValueError) as e:
+            return 400, {'error': 'bad JSON: %s' % e}
+        if path == '/_fake/state' and method == 'GET':
+            return 200, self.state_json()
+        if path == '/_fake/faults' and method == 'POST':
+            specs = data if isinstance(data, list) else [data]
+            try:
+                faults = [Fault(s) for s in specs]
+            except ValueError as e:
+                return 400, {'error': str(e)}
+            with self.lock:
+                self.faults.extend(faults)
+                return 200, {'faults': [f.as_json() for f in self.faults]}
+        if path == '/_fake/faults' and method == 'DELETE':
+            with self.lock:
+                self.faults = []
+            return 200, {'faults': []}
+        if path == '/_fake/settings' and method == 'POST':
+            if not isinstance(data, dict):
+                return 400, {'error': 'settings are a JSON object'}
+            for name, value in data.items():
+                if name not in self.settings:
+                    return 400, {'error': 'unknown setting %r' % name}
+                if name == 'page_size' and value in (None, 0):
+                    continue
+                if not isinstance(value, int) or value < 0 or (
+                        name == 'page_size' and value < 1):
+                    return 400, {'error': '%s must be a non-negative integer' % name}
+            with self.lock:
+                for name, value in data.items():
+                    self.settings[name] = value or None if name == 'page_size' else value
+                return 200, {'settings': dict(self.settings)}
+        if path == '/_fake/reset-calls' and method == 'POST':
+            with self.lock:
+                self.calls = {}
+            return 200, {'calls': {}}
+        return 404, {'error': 'no such control request: %s %s' % (method, path)}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = 'HTTP/1.1'
+    server_version = 'FakeEC2'
+    timeout = 120  # an idle keep-alive connection is dropped after this
+
+    def version_string(self):
+        return self.server_version
+
+    def log_message(self, format, *args):  # the server keeps requests.log instead
+        pass
+
+    def read_body(self):
+        length = self.headers.get('Content-Length')
+        if self.headers.get('Transfer-Encoding'):
+            return None
+        try:
+            n = int(length) if length is not None else 0
+        except ValueError:
+            return None
+        if n < 0 or n > MAX_BODY:
+            return None
+        return self.rfile.read(n) if n else b''
+
+    def send(self, status, body, ctype):
+        try:
+            self.send_response(status)
+            self.send_header('Content-Type', ctype)
+            self.send_header('Content-Length', str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client gave up (a timeout test)
+
+    def handle_any(self):
+        fake = self.server.fake
+        body = self.read_body()
+        if body is None:
+            self.close_connection = True
+            rid = str(uuid.uuid4())
+            self.send(400, error_body('InvalidParameter',
+                                      'A body needs a valid Content-Length (no chunked '
+                                      'encoding, at most %d bytes)' % MAX_BODY, rid),
+                      'text/xml;charset=UTF-8')
+            fake.write_log(None, 400, 'InvalidParameter')
+            return
+        path = urllib.parse.urlsplit(self.path).path
+        if path.startswith('/_fake/'):
+            status, data = fake.handle_control(self, body)
+            self.send(status, (json.dumps(data, indent=1) + '\n').encode('utf-8'),
+                      'application/json')
+            fake.write_log(path, status, None if status == 200 else 'ControlError')
+            return
+        host = self.headers.get('Host') or '127.0.0.1:%d' % self.server.server_address[1]
+        action, status, code, out = fake.handle_api(self, host, body)
+        self.send(status, out, 'text/html' if code == '-' else 'text/xml;charset=UTF-8')
+        fake.write_log(action, status, code)
+
+    do_POST = do_GET = do_DELETE = do_PUT = do_HEAD = handle_any
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+
+
+def write_atomic(path, text):
+    tmp = '%s.tmp.%d' % (path, os.getpid())
+    with open(tmp, 'w') as f:
+        f.write(text)
+    os.rename(tmp, path)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description='A fake EC2 endpoint for the test suites.')
+    ap.add_argument('--dir', required=True, help='state directory (port, pid, logs, hosts)')
+    ap.add_argument('--port', type=int, default=0, help='port on 127.0.0.1 (0: any free one)')
+    ap.add_argument('--region', default='us-east-1')
+    ap.add_argument('--credentials', action='append', metavar='AKID:SECRET[:TOKEN]',
+                    help='an accepted credential (repeatable; default %s)'
+                    % DEFAULT_CREDENTIALS)
+    ap.add_argument('--net', default='127.0.2', help='the /24 of the test-host addresses')
+    ap.add_argument('--first', type=int, default=10, help='the first host number K')
+    ap.add_argument('--testhosts', default=TESTHOSTS_SCRIPT, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if not re.fullmatch(r'127\.\d{1,3}\.\d{1,3}', args.net) or any(
+            int(x) > 255 for x in args.net.split('.')):
+        ap.error('--net must be a /24 of 127.0.0.0/8, like 127.0.2')
+    if not 1 <= args.first <= 254:
+        ap.error('--first must be within 1..254')
+
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+
+    os.makedirs(args.dir, exist_ok=True)
+    for name in ('port', 'pid'):
+        try:
+            os.unlink(os.path.join(args.dir, name))
+        except FileNotFoundError:
+            pass
+    fake = FakeEC2(args)
+    fake.prepare_hosts()
+    server = Server(('127.0.0.1', args.port), Handler)
+    server.fake = fake
+    serving = threading.Thread(target=server.serve_forever, kwargs={'poll_interval': 0.2},
+                               daemon=True)
+    serving.start()
+    write_atomic(os.path.join(fake.dir, 'pid'), '%d\n' % os.getpid())
+    write_atomic(os.path.join(fake.dir, 'port'), '%d\n' % server.server_address[1])
+    while not stop.wait(0.5):
+        pass
+    server.shutdown()
+    server.server_close()
+    fake.shutdown()
+    for name in ('port', 'pid'):
+        try:
+            os.unlink(os.path.join(fake.dir, name))
+        except FileNotFoundError:
+            pass
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

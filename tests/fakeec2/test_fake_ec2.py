@@ -1,0 +1,654 @@
+#!/usr/bin/python3
+# tests/fakeec2/test_fake_ec2.py: the fake EC2 endpoint (fake_ec2.py) driven by botocore's
+# own EC2 client, which proves it speaks the EC2 Query protocol; its instances answer real
+# ssh. Needs root, sshd and botocore; exits non-zero on failure.
+"""Run: /usr/bin/python3 tests/fakeec2/test_fake_ec2.py [-v]
+
+FAKE_EC2_TEST_NET (default 127.0.9) is the /24 the fake's test hosts use here.
+"""
+
+import datetime
+import http.client
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.request
+import warnings
+
+import botocore.session
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.config import Config
+from botocore.credentials import Credentials
+from botocore.exceptions import ClientError, ReadTimeoutError
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAKE = os.path.join(HERE, 'fake_ec2.py')
+TESTHOSTS = os.path.join(HERE, '..', 'sshd', 'testhosts.bash')
+NET = os.environ.get('FAKE_EC2_TEST_NET', '127.0.9')
+REGION = 'us-east-1'
+AKID, SECRET = 'AKIATESTFAKEEC2', 'test-secret-key'
+TOKEN_AKID, TOKEN_SECRET, TOKEN = 'ASIATESTFAKEEC2', 'token-secret-key', 'FwoGZXIvYXdzE/token+1='
+NO_RETRIES = Config(retries={'total_max_attempts': 1, 'mode': 'standard'})
+
+
+def pid_gone(pid):
+    """True when PID does not exist or is a zombie (PID 1 may not reap daemons)."""
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            stat = f.read()
+    except OSError:
+        return True
+    return stat.rsplit(') ', 1)[1][:1] in ('Z', 'X')
+
+
+def wait_for(predicate, timeout=20, interval=0.05, what='condition'):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError('timed out waiting for ' + what)
+        time.sleep(interval)
+
+
+class FakeEC2Test(unittest.TestCase):
+    proc = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix='cclfs-fakeec2.')
+        cls.dir = os.path.join(cls.tmp, 'fake')
+        cls.out = open(os.path.join(cls.tmp, 'fake.out'), 'w')
+        cls.proc = subprocess.Popen(
+            [sys.executable, FAKE, '--dir', cls.dir, '--region', REGION, '--net', NET,
+             '--first', '10', '--credentials', '%s:%s' % (AKID, SECRET),
+             '--credentials', '%s:%s:%s' % (TOKEN_AKID, TOKEN_SECRET, TOKEN)],
+            stdin=subprocess.DEVNULL, stdout=cls.out, stderr=subprocess.STDOUT)
+        port_file = os.path.join(cls.dir, 'port')
+        deadline = time.monotonic() + 20
+        while not os.path.exists(port_file):
+            if cls.proc.poll() is not None or time.monotonic() > deadline:
+                cls.out.flush()
+                with open(cls.out.name) as f:
+                    raise RuntimeError('the fake did not start: ' + f.read())
+            time.sleep(0.02)
+        with open(port_file) as f:
+            cls.port = int(f.read())
+        cls.url = 'http://127.0.0.1:%d' % cls.port
+        cls.hosts = os.path.join(cls.dir, 'testhosts')
+        cls.ec2 = cls.client()
+        cls.all_pids = set()
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.proc is not None and cls.proc.poll() is None:
+            cls.proc.send_signal(signal.SIGTERM)
+            try:
+                cls.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                cls.proc.kill()
+                cls.proc.wait()
+        subprocess.run(['bash', '-c', 'source "$1" && testhosts_stop "$2"', '_', TESTHOSTS,
+                        cls.hosts], check=False)
+        cls.out.close()
+        if os.environ.get('FAKE_EC2_KEEP'):
+            print('fake EC2 directory kept: ' + cls.tmp, file=sys.stderr)
+        else:
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        # botocore's pooled connections of short-lived clients are not worth a warning.
+        warnings.simplefilter('ignore', ResourceWarning)
+        self.control('DELETE', '/_fake/faults')
+        self.control('POST', '/_fake/settings', {'latency_ms': 0, 'pending_polls': 1,
+                                                 'stopping_polls': 1, 'page_size': None})
+
+    # ------------------------------------------------------------ helpers
+
+    @classmethod
+    def client(cls, akid=AKID, secret=SECRET, token=None, region=REGION, config=NO_RETRIES):
+        return botocore.session.get_session().create_client(
+            'ec2', region_name=region, endpoint_url=cls.url, aws_access_key_id=akid,
+            aws_secret_access_key=secret, aws_session_token=token, config=config)
+
+    def control(self, method, path, data=None):
+        body = None if data is None else json.dumps(data).encode()
+        req = urllib.request.Request(self.url + path, data=body, method=method)
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.load(r)
+
+    def state(self):
+        s = self.control('GET', '/_fake/state')
+        for inst in s['instances']:
+            if inst['sshd_pid']:
+                self.all_pids.add(inst['sshd_pid'])
+        return s
+
+    def inst_state(self, instance_id):
+        return next(i for i in self.state()['instances'] if i['id'] == instance_id)
+
+    def assertClientError(self, code, fn, *args, status=None, **kwargs):
+        with self.assertRaises(ClientError) as cm:
+            fn(*args, **kwargs)
+        err = cm.exception.response
+        self.assertEqual(err['Error']['Code'], code, err)
+        if status is not None:
+            self.assertEqual(err['ResponseMetadata']['HTTPStatusCode'], status)
+        return err
+
+    def describe(self, ids=None, **kwargs):
+        if ids:
+            kwargs['InstanceIds'] = ids
+        out = self.ec2.describe_instances(**kwargs)
+        return [i for r in out['Reservations'] for i in r['Instances']]
+
+    def wait_states(self, ids, state):
+        def done():
+            found = self.describe(ids)
+            return found if all(i['State']['Name'] == state for i in found) else None
+        return wait_for(done, what='%s to be %s' % (ids, state))
+
+    def ssh(self, address, *extra, config=True):
+        if config:
+            cmd = ['ssh', '-F', os.path.join(self.hosts, 'ssh_config')]
+        else:
+            cmd = ['ssh', '-F', '/dev/null', '-o', 'BatchMode=yes',
+                   '-o', 'StrictHostKeyChecking=yes', '-o', 'ConnectTimeout=5',
+                   '-o', 'UserKnownHostsFile=' + os.path.join(self.hosts, 'known_hosts')]
+        # The server address of the session: the third word of SSH_CONNECTION.
+        remote = 'set -- $SSH_CONNECTION; echo $3'
+        return subprocess.run(cmd + list(extra) + ['root@' + address, remote],
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=30)
+
+    def raw(self, params, amz_date=None, headers=None, query='', akid=AKID, secret=SECRET,
+            token=None, sign=True, date_twice=False):
+        """POST a form body signed with botocore's signer at AMZ_DATE; returns
+        (status, error code or None)."""
+        body = '&'.join('%s=%s' % (k, urllib.request.quote(str(v), safe=''))
+                        for k, v in params.items()).encode()
+        host = '127.0.0.1:%d' % self.port
+        amz_date = amz_date or datetime.datetime.now(
+            datetime.timezone.utc).strftime('%Y%m%dT%H%M%SZ')
+        hdrs = {'Host': host, 'Content-Type': 'application/x-www-form-urlencoded; charset=utf-8',
+                'X-Amz-Date': amz_date}
+        if token:
+            hdrs['X-Amz-Security-Token'] = token
+        hdrs.update(headers or {})
+        if sign:
+            req = AWSRequest(method='POST', url='http://%s/' % host, data=body)
+            for k, v in hdrs.items():
+                req.headers[k] = v
+            req.context['timestamp'] = amz_date
+            signer = SigV4Auth(Credentials(akid, secret, token), 'ec2', REGION)
+            canonical = signer.canonical_request(req)
+            signature = signer.signature(signer.string_to_sign(req, canonical), req)
+            hdrs['Authorization'] = (
+                'AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s'
+                % (akid, signer.credential_scope(req),
+                   signer.signed_headers(signer.headers_to_sign(req)), signature))
+        conn = http.client.HTTPConnection('127.0.0.1', self.port, timeout=10)
+        conn.putrequest('POST', '/' + ('?' + query if query else ''), skip_host=True,
+                        skip_accept_encoding=True)
+        for k, v in hdrs.items():
+            conn.putheader(k, v)
+        if date_twice:
+            conn.putheader('X-Amz-Date', amz_date)
+        conn.putheader('Content-Length', str(len(body)))
+        conn.endheaders(body)
+        resp = conn.getresponse()
+        text = resp.read().decode()
+        conn.close()
+        code = None
+        if resp.status != 200:
+            self.assertTrue(text.startswith('<?xml version="1.0" encoding="UTF-8"?>\n<Response>'
+                                            '<Errors><Error><Code>'), text)
+            code = text.split('<Code>')[1].split('</Code>')[0]
+            self.assertIn('<RequestID>', text)
+        return resp.status, code
+
+    # ------------------------------------------------------------ tests
+
+    def test_instance_lifecycle(self):
+        ec2 = self.ec2
+        keydir = os.path.join(self.tmp, 'lifekey')
+        os.makedirs(keydir)
+        key = os.path.join(keydir, 'id')
+        subprocess.run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', 'life', '-f', key],
+                       check=True)
+        with open(key + '.pub', 'rb') as f:
+            pub = f.read()
+        kp = ec2.import_key_pair(KeyName='life', PublicKeyMaterial=pub)
+        self.assertEqual(kp['KeyName'], 'life')
+        self.assertRegex(kp['KeyFingerprint'], r'^[0-9a-f]{2}(:[0-9a-f]{2}){15}$')
+        self.assertTrue(kp['KeyPairId'].startswith('key-'))
+        self.assertClientError('InvalidKeyPair.Duplicate', ec2.import_key_pair,
+                               KeyName='life', PublicKeyMaterial=pub, status=400)
+        self.assertClientError('InvalidKey.Format', ec2.import_key_pair,
+                               KeyName='junk', PublicKeyMaterial=b'not a key')
+        pairs = ec2.describe_key_pairs(KeyNames=['life'])['KeyPairs']
+        self.assertEqual([(p['KeyName'], p['KeyFingerprint']) for p in pairs],
+                         [('life', kp['KeyFingerprint'])])
+
+        ec2.create_placement_group(GroupName='life-pg', Strategy='cluster')
+        self.assertClientError('InvalidPlacementGroup.Duplicate', ec2.create_placement_group,
+                               GroupName='life-pg', Strategy='cluster')
+        groups = ec2.describe_placement_groups(GroupNames=['life-pg'])['PlacementGroups']
+        self.assertEqual([(g['GroupName'], g['Strategy'], g['State']) for g in groups],
+                         [('life-pg', 'cluster', 'available')])
+
+        run = dict(ImageId='ami-0life', InstanceType='t3.micro', MinCount=2, MaxCount=2,
+                   KeyName='life', Placement={'GroupName': 'life-pg'}, ClientToken='life-token',
+                   SubnetId='subnet-0life', SecurityGroupIds=['sg-0life'],
+                   TagSpecifications=[
+                       {'ResourceType': 'instance',
+                        'Tags': [{'Key': 'cclfs:cluster', 'Value': 'life'},
+                                 {'Key': 'Name', 'Value': 'life node'}]},
+                       {'ResourceType': 'volume',
+                        'Tags': [{'Key': 'cclfs:cluster', 'Value': 'life-vol'}]}])
+        before = len(self.state()['instances'])
+        r1 = ec2.run_instances(**run)
+        ids = [i['InstanceId'] for i in r1['Instances']]
+        self.assertEqual(len(ids), 2)
+        self.assertRegex(r1['ReservationId'], r'^r-[0-9a-f]{17}$')
+        for i in r1['Instances']:
+            self.assertRegex(i['InstanceId'], r'^i-[0-9a-f]{17}$')
+            self.assertEqual(i['State'], {'Code': 0, 'Name': 'pending'})
+            self.assertTrue(i['PrivateIpAddress'].startswith(NET + '.'))
+            self.assertNotIn('PublicIpAddress', i)
+            self.assertEqual(i['ClientToken'], 'life-token')
+            self.assertEqual(i['Placement']['GroupName'], 'life-pg')
+            self.assertEqual(i['Placement']['AvailabilityZone'], REGION + 'a')
+            self.assertEqual(i['KeyName'], 'life')
+            self.assertEqual({t['Key']: t['Value'] for t in i['Tags']},
+                             {'cclfs:cluster': 'life', 'Name': 'life node'})
+        # The same token and parameters: the same reservation, nothing launched.
+        r2 = ec2.run_instances(**run)
+        self.assertEqual(r2['ReservationId'], r1['ReservationId'])
+        self.assertEqual([i['InstanceId'] for i in r2['Instances']], ids)
+        st = self.state()
+        self.assertEqual(len(st['instances']), before + 2)
+        self.assertEqual(st['launches_per_token']['life-token'], 1)
+        self.assertClientError('IdempotentParameterMismatch', ec2.run_instances,
+                               **dict(run, MaxCount=3))
+        err = self.assertClientError('InvalidAMIID.NotFound', ec2.run_instances,
+                                     **dict(run, ImageId='ami-bad1', ClientToken='t-bad'))
+        self.assertEqual(err['Error']['Message'], "The image id '[ami-bad1]' does not exist")
+        self.assertClientError('InvalidKeyPair.NotFound', ec2.run_instances,
+                               **dict(run, KeyName='nokey', ClientToken='t-nokey'))
+        self.assertClientError('InvalidPlacementGroup.Unknown', ec2.run_instances,
+                               **dict(run, Placement={'GroupName': 'nopg'},
+                                      ClientToken='t-nopg'))
+        self.assertEqual(len(self.state()['instances']), before + 2)
+
+        # pending_polls 1: the first describe still shows pending.
+        self.assertEqual([i['State']['Name'] for i in self.describe(ids)], ['pending'] * 2)
+        running = self.wait_states(ids, 'running')
+        addrs = {}
+        for i in running:
+            self.assertEqual(i['PublicIpAddress'], i['PrivateIpAddress'])
+            addrs[i['InstanceId']] = i['PrivateIpAddress']
+        st = {i['id']: i for i in self.state()['instances']}
+        for iid in ids:
+            s = st[iid]
+            self.assertEqual(s['state'], 'running')
+            self.assertEqual(s['tags'], {'cclfs:cluster': 'life', 'Name': 'life node'})
+            self.assertEqual(s['volume_tags'], {'cclfs:cluster': 'life-vol'})
+            self.assertEqual((s['image_id'], s['instance_type'], s['key_name'],
+                              s['placement_group'], s['subnet_id'], s['security_group_ids'],
+                              s['client_token'], s['reservation_id']),
+                             ('ami-0life', 't3.micro', 'life', 'life-pg', 'subnet-0life',
+                              ['sg-0life'], 'life-token', r1['ReservationId']))
+            self.assertFalse(pid_gone(s['sshd_pid']))
+        for iid, addr in addrs.items():
+            r = self.ssh(addr)
+            self.assertEqual((r.returncode, r.stdout.strip()), (0, addr), r.stderr)
+            r = self.ssh(addr, '-i', key, '-o', 'IdentitiesOnly=yes', config=False)
+            self.assertEqual((r.returncode, r.stdout.strip()), (0, addr), r.stderr)
+
+        # Stop: the daemon dies at once.
+        a, b = ids
+        old_addr = addrs[a]
+        old_pid = st[a]['sshd_pid']
+        with open(os.path.join(st[a]['host_dir'], 'ssh_host_ed25519_key.pub')) as f:
+            host_key = f.read()
+        out = ec2.stop_instances(InstanceIds=[a])['StoppingInstances']
+        self.assertEqual(out, [{'InstanceId': a, 'CurrentState': {'Code': 64, 'Name': 'stopping'},
+                                'PreviousState': {'Code': 16, 'Name': 'running'}}])
+        self.assertTrue(pid_gone(old_pid))
+        self.assertNotEqual(self.ssh(old_addr).returncode, 0)
+        self.assertClientError('IncorrectInstanceState', ec2.start_instances, InstanceIds=[a])
+        stopped = self.wait_states([a], 'stopped')[0]
+        self.assertNotIn('PublicIpAddress', stopped)
+
+        # Start: another address, the same host key.
+        out = ec2.start_instances(InstanceIds=[a])['StartingInstances']
+        self.assertEqual([(o['CurrentState']['Name'], o['PreviousState']['Name']) for o in out],
+                         [('pending', 'stopped')])
+        new = self.wait_states([a], 'running')[0]
+        new_addr = new['PublicIpAddress']
+        self.assertNotEqual(new_addr, old_addr)
+        self.assertNotIn(new_addr, addrs.values())
+        s = self.inst_state(a)
+        self.assertEqual(s['address'], new_addr)
+        with open(os.path.join(s['host_dir'], 'ssh_host_ed25519_key.pub')) as f:
+            self.assertEqual(f.read(), host_key)
+        with open(os.path.join(self.hosts, 'known_hosts')) as f:
+            known = dict(line.split(' ', 1) for line in f.read().splitlines())
+        self.assertNotIn(old_addr, known)
+        self.assertEqual(known[new_addr].split()[:2], host_key.split()[:2])
+        for args in ((), ('-i', key, '-o', 'IdentitiesOnly=yes')):
+            r = self.ssh(new_addr, *args, config=not args)
+            self.assertEqual((r.returncode, r.stdout.strip()), (0, new_addr), r.stderr)
+        # Starting a running instance changes nothing.
+        out = ec2.start_instances(InstanceIds=[a])['StartingInstances']
+        self.assertEqual([(o['CurrentState']['Name'], o['PreviousState']['Name']) for o in out],
+                         [('running', 'running')])
+
+        self.assertClientError('InvalidPlacementGroup.InUse', ec2.delete_placement_group,
+                               GroupName='life-pg')
+        self.assertClientError('InvalidInstanceID.NotFound', ec2.stop_instances,
+                               InstanceIds=['i-0123456789abcdef0'])
+
+        # Terminate: daemons gone, addresses gone, listed for ever.
+        st = {i['id']: i for i in self.state()['instances']}
+        out = ec2.terminate_instances(InstanceIds=ids)['TerminatingInstances']
+        self.assertEqual([(o['CurrentState']['Code'], o['PreviousState']['Name']) for o in out],
+                         [(32, 'running'), (32, 'running')])
+        for iid in ids:
+            self.assertTrue(pid_gone(st[iid]['sshd_pid']))
+        gone = self.wait_states(ids, 'terminated')
+        for i in gone:
+            self.assertEqual(i['State']['Code'], 48)
+            self.assertNotIn('PrivateIpAddress', i)
+            self.assertNotIn('PublicIpAddress', i)
+        out = ec2.terminate_instances(InstanceIds=[a])['TerminatingInstances']
+        self.assertEqual([(o['CurrentState']['Name'], o['PreviousState']['Name']) for o in out],
+                         [('terminated', 'terminated')])
+        self.assertClientError('IncorrectInstanceState', ec2.stop_instances, InstanceIds=[b])
+        self.assertEqual(len(self.describe(ids)), 2)
+
+        ec2.delete_placement_group(GroupName='life-pg')
+        self.assertClientError('InvalidPlacementGroup.Unknown', ec2.delete_placement_group,
+                               GroupName='life-pg')
+        ec2.delete_key_pair(KeyName='life')
+        ec2.delete_key_pair(KeyName='life')  # missing is fine
+        self.assertClientError('InvalidKeyPair.NotFound', ec2.describe_key_pairs,
+                               KeyNames=['life'])
+        self.assertNotIn('life', self.state()['key_pairs'])
+        self.assertNotIn('life-pg', self.state()['placement_groups'])
+
+    def test_describe_filters_and_pages(self):
+        ec2 = self.ec2
+        self.control('POST', '/_fake/settings', {'page_size': 2})
+        tag = [{'ResourceType': 'instance', 'Tags': [{'Key': 'page', 'Value': 'p1'}]}]
+        r1 = ec2.run_instances(ImageId='ami-0page', MinCount=3, MaxCount=3,
+                               ClientToken='page-a', TagSpecifications=tag)
+        r2 = ec2.run_instances(ImageId='ami-0page', MinCount=1, MaxCount=2,
+                               ClientToken='page-b', TagSpecifications=tag)
+        ids = [i['InstanceId'] for r in (r1, r2) for i in r['Instances']]
+        self.assertEqual(len(ids), 5)
+
+        pages, token = [], None
+        while True:
+            kw = {'Filters': [{'Name': 'tag:page', 'Values': ['p1']}], 'MaxResults': 5}
+            if token:
+                kw['NextToken'] = token
+            out = ec2.describe_instances(**kw)
+            pages.append([(r['ReservationId'], [i['InstanceId'] for i in r['Instances']])
+                          for r in out['Reservations']])
+            token = out.get('NextToken')
+            if not token:
+                break
+        flat = [i for page in pages for _, group in page for i in group]
+        self.assertEqual(flat, ids)
+        self.assertEqual([sum(len(g) for _, g in page) for page in pages], [2, 2, 1])
+        # Page 2 holds the last of reservation 1 and the first of reservation 2.
+        self.assertEqual([rid for rid, _ in pages[1]], [r1['ReservationId'], r2['ReservationId']])
+
+        def found(filters):
+            return [i['InstanceId'] for i in self.describe(Filters=filters, MaxResults=1000)]
+        # page_size caps every page: follow the tokens.
+        def found_all(filters):
+            out, token = [], None
+            while True:
+                kw = {'Filters': filters}
+                if token:
+                    kw['NextToken'] = token
+                page = ec2.describe_instances(**kw)
+                out += [i['InstanceId'] for r in page['Reservations'] for i in r['Instances']]
+                token = page.get('NextToken')
+                if not token:
+                    return out
+        self.assertEqual(found_all([{'Name': 'tag:page', 'Values': ['nope', 'p*']}]), ids)
+        self.assertEqual(found_all([{'Name': 'tag-key', 'Values': ['page']},
+                                    {'Name': 'client-token', 'Values': ['page-b']}]), ids[3:])
+        self.assertEqual(found_all([{'Name': 'reservation-id',
+                                     'Values': [r1['ReservationId']]}]), ids[:3])
+        self.assertEqual(found_all([{'Name': 'instance-id', 'Values': [ids[4], ids[0]]}]),
+                         [ids[0], ids[4]])
+        self.assertEqual(found([{'Name': 'tag:page', 'Values': ['p2']}]), [])
+        self.assertClientError('InvalidParameterValue', ec2.describe_instances,
+                               Filters=[{'Name': 'no-such-filter', 'Values': ['x']}])
+        self.assertClientError('InvalidParameterValue', ec2.describe_instances, MaxResults=4)
+
+        # Terminated while still pending: no daemon survives the race.
+        ec2.terminate_instances(InstanceIds=ids)
+        self.wait_states(ids, 'terminated')
+        st = {i['id']: i for i in self.state()['instances']}
+        for iid in ids:
+            self.assertIsNone(st[iid]['host_dir'])
+            if st[iid]['sshd_pid']:
+                self.assertTrue(pid_gone(st[iid]['sshd_pid']))
+        self.assertEqual(found_all([{'Name': 'tag:page', 'Values': ['p1']},
+                                    {'Name': 'instance-state-name',
+                                     'Values': ['terminated']}]), ids)
+
+    def test_signatures(self):
+        ec2 = self.ec2
+        pub = open(os.path.join(self.hosts, 'id_ed25519.pub'), 'rb').read()
+        ec2.import_key_pair(KeyName='tamper-a', PublicKeyMaterial=pub)
+        # Correctly signed: passes.
+        self.assertEqual(len(ec2.describe_key_pairs(KeyNames=['tamper-a'])['KeyPairs']), 1)
+
+        tampered = self.client()
+        changed = []
+
+        def flip(request, **kwargs):
+            body = request.body
+            if isinstance(body, str):
+                body = body.encode()
+            new = body.replace(b'tamper-a', b'tamper-b')
+            changed.append(new != body and len(new) == len(body))
+            request.body = new
+        tampered.meta.events.register('before-send.ec2.DescribeKeyPairs', flip)
+        err = self.assertClientError('SignatureDoesNotMatch', tampered.describe_key_pairs,
+                                     KeyNames=['tamper-a'], status=403)
+        self.assertEqual(changed, [True])
+        self.assertIn('does not match the signature you provided', err['Error']['Message'])
+        ec2.delete_key_pair(KeyName='tamper-a')
+
+        self.assertClientError('AuthFailure', self.client(akid='AKIAUNKNOWN').describe_key_pairs,
+                               status=401)
+        self.assertClientError('SignatureDoesNotMatch',
+                               self.client(secret='wrong-secret').describe_key_pairs,
+                               status=403)
+        err = self.assertClientError('SignatureDoesNotMatch',
+                                     self.client(region='eu-west-1').describe_key_pairs,
+                                     status=403)
+        self.assertIn('eu-west-1', err['Error']['Message'])
+
+        # Session tokens: required, equal and signed for that credential, absent for others.
+        self.client(TOKEN_AKID, TOKEN_SECRET, TOKEN).describe_key_pairs()
+        self.assertClientError('AuthFailure',
+                               self.client(TOKEN_AKID, TOKEN_SECRET).describe_key_pairs)
+        self.assertClientError('AuthFailure',
+                               self.client(TOKEN_AKID, TOKEN_SECRET, 'other').describe_key_pairs)
+        self.assertClientError('AuthFailure',
+                               self.client(AKID, SECRET, TOKEN).describe_key_pairs)
+
+        # Raw requests: the checks before and after the signature.
+        ok = {'Action': 'DescribeKeyPairs', 'Version': '2016-11-15'}
+        self.assertEqual(self.raw(ok), (200, None))
+        self.assertEqual(self.raw(ok, token=TOKEN, akid=TOKEN_AKID, secret=TOKEN_SECRET),
+                         (200, None))
+        self.assertEqual(self.raw(ok, date_twice=True), (400, 'InvalidParameter'))
+        self.assertEqual(self.raw(ok, query='Action=DescribeKeyPairs'), (400, 'InvalidParameter'))
+        old = (datetime.datetime.now(datetime.timezone.utc)
+               - datetime.timedelta(minutes=20)).strftime('%Y%m%dT%H%M%SZ')
+        self.assertEqual(self.raw(ok, amz_date=old), (400, 'RequestExpired'))
+        recent = (datetime.datetime.now(datetime.timezone.utc)
+                  - datetime.timedelta(minutes=10)).strftime('%Y%m%dT%H%M%SZ')
+        self.assertEqual(self.raw(ok, amz_date=recent), (200, None))
+        self.assertEqual(self.raw(ok, sign=False), (401, 'MissingAuthenticationToken'))
+        self.assertEqual(self.raw({'Action': 'DescribeKeyPairs'}), (400, 'MissingParameter'))
+        self.assertEqual(self.raw({'Action': 'FlyToTheMoon', 'Version': '2016-11-15'}),
+                         (400, 'InvalidAction'))
+        self.assertEqual(self.raw(ok, headers={'Content-Type': 'application/json'}),
+                         (400, 'InvalidParameter'))
+
+        with open(os.path.join(self.dir, 'requests.log')) as f:
+            log = f.read().splitlines()
+        self.assertIn('DescribeKeyPairs 403 SignatureDoesNotMatch', log)
+        self.assertIn('DescribeKeyPairs 400 InvalidParameter', log)
+        self.assertIn('FlyToTheMoon 400 InvalidAction', log)
+        self.assertIn('DescribeKeyPairs 200 OK', log)
+
+    def test_faults(self):
+        ec2 = self.ec2
+        self.control('POST', '/_fake/reset-calls')
+        # Throttled once, then served.
+        self.control('POST', '/_fake/faults', [
+            {'action': 'DescribeKeyPairs', 'code': 'RequestLimitExceeded', 'status': 503}])
+        self.assertClientError('RequestLimitExceeded', ec2.describe_key_pairs, status=503)
+        ec2.describe_key_pairs()
+        self.assertEqual(self.state()['calls']['DescribeKeyPairs'], 2)
+        # botocore's own retries get through two throttles.
+        self.control('POST', '/_fake/faults', [
+            {'action': 'DescribePlacementGroups', 'code': 'RequestLimitExceeded', 'count': 2}])
+        retrying = self.client(config=Config(retries={'total_max_attempts': 4,
+                                                      'mode': 'standard'}))
+        out = retrying.describe_placement_groups()
+        self.assertEqual(out['ResponseMetadata']['RetryAttempts'], 2)
+        self.assertEqual(self.state()['calls']['DescribePlacementGroups'], 3)
+
+        # Capacity: nothing launches, and the same token launches later.
+        before = len(self.state()['instances'])
+        self.control('POST', '/_fake/faults', [{'action': 'RunInstances',
+                                                'code': 'InsufficientInstanceCapacity'}])
+        run = dict(ImageId='ami-0cap', MinCount=1, MaxCount=1, ClientToken='cap-token')
+        err = self.assertClientError('InsufficientInstanceCapacity', ec2.run_instances,
+                                     status=500, **run)
+        self.assertIn('sufficient capacity', err['Error']['Message'])
+        st = self.state()
+        self.assertEqual(len(st['instances']), before)
+        self.assertNotIn('cap-token', st['launches_per_token'])
+        iid = ec2.run_instances(**run)['Instances'][0]['InstanceId']
+        self.assertEqual(self.state()['launches_per_token']['cap-token'], 1)
+        ec2.terminate_instances(InstanceIds=[iid])
+
+        # Any action, after one request passes; twice.
+        self.control('POST', '/_fake/faults', [{'action': '*', 'code': 'UnauthorizedOperation',
+                                                'skip': 1, 'count': 2}])
+        ec2.describe_key_pairs()
+        self.assertClientError('UnauthorizedOperation', ec2.describe_instances, status=403)
+        self.assertClientError('UnauthorizedOperation', ec2.describe_key_pairs, status=403)
+        ec2.describe_key_pairs()
+        self.control('POST', '/_fake/faults', [
+            {'action': 'DescribeKeyPairs', 'code': 'InternalError'},
+            {'action': 'DescribeKeyPairs', 'code': 'Unavailable', 'message': 'down'}])
+        self.assertClientError('InternalError', ec2.describe_key_pairs, status=500)
+        err = self.assertClientError('Unavailable', ec2.describe_key_pairs, status=503)
+        self.assertEqual(err['Error']['Message'], 'down')
+        ec2.describe_key_pairs()
+        # Code "": a proxy's page, not an EC2 document.
+        self.control('POST', '/_fake/faults', [{'action': 'DescribeKeyPairs', 'code': '',
+                                                'status': 502}])
+        with self.assertRaises(ClientError) as cm:
+            ec2.describe_key_pairs()
+        self.assertEqual(cm.exception.response['ResponseMetadata']['HTTPStatusCode'], 502)
+        with open(os.path.join(self.dir, 'requests.log')) as f:
+            self.assertIn('DescribeKeyPairs 502 -', f.read().splitlines())
+        ec2.describe_key_pairs()
+
+        # A slow answer times the client out; others are served meanwhile.
+        self.control('POST', '/_fake/faults', [{'action': 'DescribePlacementGroups',
+                                                'delay_ms': 3000}])
+        impatient = self.client(config=Config(read_timeout=1, connect_timeout=2,
+                                              retries={'total_max_attempts': 1}))
+        result = {}
+
+        def slow():
+            t0 = time.monotonic()
+            try:
+                impatient.describe_placement_groups()
+                result['outcome'] = 'answered'
+            except ReadTimeoutError:
+                result['outcome'] = 'timeout'
+            result['took'] = time.monotonic() - t0
+        t = threading.Thread(target=slow)
+        t.start()
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        self.client().describe_key_pairs()
+        self.assertLess(time.monotonic() - t0, 0.5)
+        t.join()
+        self.assertEqual(result['outcome'], 'timeout')
+        self.assertLess(result['took'], 2.5)
+
+        # The launch happens, its answer is late: the retry with the same token gets the
+        # same reservation and launches nothing more.
+        self.control('POST', '/_fake/faults', [{'action': 'RunInstances', 'delay_ms': 2000,
+                                                'delay_after': True}])
+        late = dict(ImageId='ami-0late', MinCount=1, MaxCount=1, ClientToken='late-token')
+        with self.assertRaises(ReadTimeoutError):
+            impatient.run_instances(**late)
+        st = self.state()
+        self.assertEqual(st['launches_per_token']['late-token'], 1)
+        first = [i for i in st['instances'] if i['client_token'] == 'late-token']
+        self.assertEqual(len(first), 1)
+        again = ec2.run_instances(**late)
+        self.assertEqual([i['InstanceId'] for i in again['Instances']], [first[0]['id']])
+        self.assertEqual(self.state()['launches_per_token']['late-token'], 1)
+        ec2.terminate_instances(InstanceIds=[first[0]['id']])
+
+        # Latency on every signed request.
+        self.control('POST', '/_fake/settings', {'latency_ms': 300})
+        t0 = time.monotonic()
+        ec2.describe_key_pairs()
+        self.assertGreaterEqual(time.monotonic() - t0, 0.3)
+
+    def test_zz_sigterm_stops_every_sshd(self):
+        """Last: SIGTERM with instances running; no daemon of the fake survives."""
+        ec2 = self.ec2
+        ids = [i['InstanceId'] for i in ec2.run_instances(
+            ImageId='ami-0end', MinCount=3, MaxCount=3)['Instances']]
+        self.wait_states(ids, 'running')
+        self.state()
+        listed = subprocess.run(['bash', '-c', 'source "$1" && testhosts_pids "$2"', '_',
+                                 TESTHOSTS, self.hosts], capture_output=True, text=True,
+                                check=True).stdout.split()
+        self.all_pids.update(int(p) for p in listed)
+        self.assertGreaterEqual(len([p for p in self.all_pids if not pid_gone(p)]), 3)
+        self.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(self.proc.wait(60), 0)
+        left = [p for p in self.all_pids if not pid_gone(p)]
+        self.assertEqual(left, [])
+        listed = subprocess.run(['bash', '-c', 'source "$1" && testhosts_pids "$2"', '_',
+                                 TESTHOSTS, self.hosts], capture_output=True, text=True,
+                                check=True).stdout.split()
+        self.assertEqual(listed, [])
+        self.assertFalse(os.path.exists(os.path.join(self.dir, 'port')))
+
+
+if __name__ == '__main__':
+    unittest.main()
