@@ -89,21 +89,6 @@ fake_count() {
 	fake_py "len([i for i in s['instances'] if i['tags'].get('cclfs:cluster') == '$1' and ('$2' == '' or i['state'] == '$2')])"
 }
 
-wait_state() {
-	local s i
-	for i in $(seq 1 600); do
-		s=$(cat "$MNT/clusters/$1/state")
-		[ "$s" = "$2" ] && return 0
-		if [ "$s" = failed ] && [ "$2" != failed ]; then
-			echo "cluster $1 failed: $(cat "$MNT/clusters/$1/error")" >&2
-			return 1
-		fi
-		sleep 0.05
-	done
-	echo "cluster $1 is $s, not $2" >&2
-	return 1
-}
-
 # contract NAME COUNT [CLUSTER_TYPE]: an ec2 contract, resolved.
 contract() {
 	local c=$MNT/contracts/$1
@@ -126,6 +111,10 @@ nothing_left() {
 	ec2_setup
 	ec2_mount
 	contract c1 4
+	echo subnet-0cclfs >contracts/c1/config/subnet_id
+	echo sg-0cclfs >contracts/c1/config/security_group_id
+	# Two instances a page: DescribeInstances must follow nextToken.
+	fake_post /_fake/settings '{"page_size": 2}'
 	touch contracts/c1/resolve
 	grep -q 'ec2.*t3.micro' contracts/c1/resolution
 	echo t1 >contracts/c1/deploy
@@ -137,6 +126,7 @@ nothing_left() {
 	[ "$(fake_py "sorted(i['tags']['cclfs:role'] for i in s['instances'])")" = "['worker', 'worker', 'worker', 'worker']" ]
 	[ "$(fake_py "len(set(i['client_token'] for i in s['instances']))")" = 1 ]
 	[ "$(fake_py "all(i['volume_tags'].get('cclfs:cluster') == 't1' for i in s['instances'])")" = True ]
+	[ "$(fake_py "sorted(set((i['subnet_id'], tuple(i['security_group_ids'])) for i in s['instances']))")" = "[('subnet-0cclfs', ('sg-0cclfs',))]" ]
 	[ "$(fake_py "s['placement_groups']")" = "['cclfs-t1-$(fake_py "s['instances'][0]['tags']['cclfs:token'][:8]")']" ]
 	# The generated private key stays under the state directory, 0600.
 	key=$(ls "$STATE"/keys/t1-* | grep -v '\.pub$')
@@ -170,6 +160,8 @@ nothing_left() {
 		[ "$addr" != "${before[n]}" ]
 		echo 'echo $SSH_CONNECTION' >clusters/t1/nodes/$n/exec
 		[ "$(cut -d' ' -f3 clusters/t1/nodes/$n/stdout)" = "$addr" ]
+		grep -q "^$addr " clusters/t1/hostfile
+		! grep -q "^${before[n]} " clusters/t1/hostfile
 	done
 
 	echo terminated >clusters/t1/state

@@ -102,3 +102,20 @@ cclfs_teardown() {
 run_shell() {
 	run bash -c "cd '$MNT' && $1"
 }
+
+# Wait until clusters/$1/state reads $2 (fail at once on failed), for up
+# to 30 s.
+wait_state() {
+	local s i
+	for i in $(seq 1 600); do
+		s=$(cat "$MNT/clusters/$1/state")
+		[ "$s" = "$2" ] && return 0
+		if [ "$s" = failed ] && [ "$2" != failed ]; then
+			echo "cluster $1 failed: $(cat "$MNT/clusters/$1/error")" >&2
+			return 1
+		fi
+		sleep 0.05
+	done
+	echo "cluster $1 is $s, not $2" >&2
+	return 1
+}

@@ -51,22 +51,6 @@ remount() {
 	cd "$MNT"
 }
 
-# Wait until clusters/$1/state reads $2 (fail at once on failed).
-wait_state() {
-	local s i
-	for i in $(seq 1 400); do
-		s=$(cat "$MNT/clusters/$1/state")
-		[ "$s" = "$2" ] && return 0
-		if [ "$s" = failed ] && [ "$2" != failed ]; then
-			echo "cluster $1 failed: $(cat "$MNT/clusters/$1/error")" >&2
-			return 1
-		fi
-		sleep 0.05
-	done
-	echo "cluster $1 is $s, not $2" >&2
-	return 1
-}
-
 # deploy CONTRACT NAME COUNT [CLUSTER_TYPE]: a hosts cluster, running.
 deploy() {
 	local c=$MNT/contracts/$1

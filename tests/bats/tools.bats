@@ -77,12 +77,12 @@ teardown() {
 	[[ "$(cat "$C/error")" == "contracts/c1/deploy: no instance type satisfies node_memory_size"* ]]
 	# A cloud type cannot be deployed by this version: said plainly.
 	rm "$C/node_memory_size"
-	echo t3.xlarge >"$C/node_machinetype"
-	echo ec2 >"$C/node_provider"
+	echo n2-standard-4 >"$C/node_machinetype"
+	echo gcp >"$C/node_provider"
 	run touch "$C/deploy"
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"Operation not supported"* ]]
-	[[ "$(cat "$C/error")" == "contracts/c1/deploy: the contract resolved to ec2 t3.xlarge, but this version of cclfs deploys only on the local and hosts providers"* ]]
+	[[ "$(cat "$C/error")" == "contracts/c1/deploy: the contract resolved to gcp n2-standard-4, but this version of cclfs deploys only on the local, hosts and ec2 providers"* ]]
 	[ -z "$(ls "$MNT/clusters")" ]
 	# On the local provider it deploys, under a name or 15 letters.
 	rm "$C/node_machinetype"
