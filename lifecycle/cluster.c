@@ -768,6 +768,27 @@ static void cluster_reach_changed(void *ctx, const char *handle, int rank)
 	model_notify_path(ctx, path);
 }
 
+/* Hand provider p the nodes it has from the clusters of the store, and
+ * have it tell when how it reaches them changes. */
+static void cluster_attach_all(struct model *m, const char *name,
+			       struct provider *p)
+{
+	p->notify = cluster_reach_changed;
+	p->notify_ctx = m;
+	for (size_t i = 0; i < m->nclusters; i++) {
+		const struct cluster *c = m->clusters[i];
+
+		for (size_t k = 0; k < c->nnodes; k++) {
+			const struct cluster_node *nd = &c->nodes[k];
+
+			if (strcmp(nd->provider, name) == 0 &&
+			    *nd->pn.instance_id &&
+			    strcmp(nd->state, "terminated") != 0)
+				p->ops->attach(p, &nd->pn);
+		}
+	}
+}
+
 /* The hosts provider, when cclfs.conf lists hosts; it learns which hosts
  * the clusters of the store hold. */
 static int cluster_open_hosts(struct model *m, char *err, size_t errlen)
@@ -786,20 +807,7 @@ static int cluster_open_hosts(struct model *m, char *err, size_t errlen)
 	free(hosts);
 	if (!m->hosts)
 		return -1;
-	m->hosts->notify = cluster_reach_changed;
-	m->hosts->notify_ctx = m;
-	for (size_t i = 0; i < m->nclusters; i++) {
-		const struct cluster *c = m->clusters[i];
-
-		for (size_t k = 0; k < c->nnodes; k++) {
-			const struct cluster_node *nd = &c->nodes[k];
-
-			if (strcmp(nd->provider, "hosts") == 0 &&
-			    *nd->pn.instance_id &&
-			    strcmp(nd->state, "terminated") != 0)
-				m->hosts->ops->attach(m->hosts, &nd->pn);
-		}
-	}
+	cluster_attach_all(m, "hosts", m->hosts);
 	return 0;
 }
 
@@ -819,20 +827,7 @@ static int cluster_open_ec2(struct model *m, char *err, size_t errlen)
 	m->ec2 = ec2_provider_open(&s, err, errlen);
 	if (!m->ec2)
 		return -1;
-	m->ec2->notify = cluster_reach_changed;
-	m->ec2->notify_ctx = m;
-	for (size_t i = 0; i < m->nclusters; i++) {
-		const struct cluster *c = m->clusters[i];
-
-		for (size_t k = 0; k < c->nnodes; k++) {
-			const struct cluster_node *nd = &c->nodes[k];
-
-			if (strcmp(nd->provider, "ec2") == 0 &&
-			    *nd->pn.instance_id &&
-			    strcmp(nd->state, "terminated") != 0)
-				m->ec2->ops->attach(m->ec2, &nd->pn);
-		}
-	}
+	cluster_attach_all(m, "ec2", m->ec2);
 	return 0;
 }
 
