@@ -182,24 +182,32 @@ static int ec2_do(struct ec2_client *c, struct ec2_query *q, char *code,
 	return rc;
 }
 
-/* Every instance of the cluster (tagged with its handle and token), all
- * pages. */
-static int ec2_describe(struct ec2_client *c, const struct ec2_names *nm,
-			struct ec2_instances *out, char *err, size_t errlen)
+/* DescribeInstances with filters given as NAME, VALUE pairs (a NULL
+ * name ends them; values of one name repeat it), every page. */
+static int ec2_describe_pages(struct ec2_client *c, const char *const *filters,
+			      struct ec2_instances *out, char *err,
+			      size_t errlen)
 {
 	char next[1024] = "";
 
 	do {
 		struct ec2_query q;
-		char *body = NULL, code[EC2_CODE_MAX];
+		char *body = NULL, code[EC2_CODE_MAX], key[48];
 		size_t len = 0;
-		int rc;
+		int rc, f = 0, v = 0;
 
 		ec2_query_init(&q, "DescribeInstances");
-		ec2_query_add(&q, "Filter.1.Name", "tag:" EC2_TAG_CLUSTER);
-		ec2_query_add(&q, "Filter.1.Value.1", nm->handle);
-		ec2_query_add(&q, "Filter.2.Name", "tag:" EC2_TAG_TOKEN);
-		ec2_query_add(&q, "Filter.2.Value.1", nm->token);
+		for (size_t i = 0; filters[i]; i += 2) {
+			if (i == 0 || strcmp(filters[i], filters[i - 2]) != 0) {
+				snprintf(key, sizeof(key), "Filter.%d.Name",
+					 ++f);
+				ec2_query_add(&q, key, filters[i]);
+				v = 0;
+			}
+			snprintf(key, sizeof(key), "Filter.%d.Value.%d", f,
+				 ++v);
+			ec2_query_add(&q, key, filters[i + 1]);
+		}
 		ec2_query_add(&q, "MaxResults", "1000");
 		if (*next)
 			ec2_query_add(&q, "NextToken", next);
@@ -218,6 +226,16 @@ static int ec2_describe(struct ec2_client *c, const struct ec2_names *nm,
 			return rc;
 	} while (*next);
 	return 0;
+}
+
+/* Every instance of the cluster (tagged with its handle and token). */
+static int ec2_describe(struct ec2_client *c, const struct ec2_names *nm,
+			struct ec2_instances *out, char *err, size_t errlen)
+{
+	const char *const filters[] = {"tag:" EC2_TAG_CLUSTER, nm->handle,
+				       "tag:" EC2_TAG_TOKEN, nm->token, NULL};
+
+	return ec2_describe_pages(c, filters, out, err, errlen);
 }
 
 static const struct ec2_instance *ec2_find(const struct ec2_instances *l,
@@ -463,25 +481,10 @@ static int ec2_key_pair(struct ec2_client *c, const struct ec2_names *nm,
 	if (rc)
 		return rc;
 	/* PublicKeyMaterial is a blob: base64 of the OpenSSH line. */
-	{
-		static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijk"
-					"lmnopqrstuvwxyz0123456789+/";
-		const unsigned char *s = (const unsigned char *)pub;
-		size_t len = strlen(pub), o = 0;
-
-		for (size_t i = 0; i < len; i += 3) {
-			unsigned v = (unsigned)s[i] << 16;
-
-			if (i + 1 < len)
-				v |= (unsigned)s[i + 1] << 8;
-			if (i + 2 < len)
-				v |= s[i + 2];
-			b64[o++] = t[(v >> 18) & 63];
-			b64[o++] = t[(v >> 12) & 63];
-			b64[o++] = i + 1 < len ? t[(v >> 6) & 63] : '=';
-			b64[o++] = i + 2 < len ? t[v & 63] : '=';
-		}
-		b64[o] = '\0';
+	if (ec2_keys_base64(pub, strlen(pub), b64, sizeof(b64))) {
+		snprintf(err, errlen, "the public key of %s is too long",
+			 nm->keypath);
+		return -EINVAL;
 	}
 	ec2_query_init(&q, "ImportKeyPair");
 	ec2_query_add(&q, "KeyName", nm->key_name);
@@ -542,9 +545,9 @@ static void ec2_tags(struct ec2_query *q, int spec, const char *type,
 
 /* One RunInstances for the nodes of one role (sorted by rank); the
  * instances go to the nodes by launch index. */
-static int ec2_run_role(struct ec2_provider *ep, struct ec2_client *c,
-			const struct ec2_names *nm, struct provider_node **v,
-			size_t n, char *err, size_t errlen)
+static int ec2_run_role(struct ec2_client *c, const struct ec2_names *nm,
+			struct provider_node **v, size_t n, char *err,
+			size_t errlen)
 {
 	const char *role = ec2_role(v[0]->rank);
 	struct ec2_instances l = {0};
@@ -553,7 +556,6 @@ static int ec2_run_role(struct ec2_provider *ep, struct ec2_client *c,
 	size_t len = 0;
 	int rc;
 
-	(void)ep;
 	snprintf(token, sizeof(token), "%.32s-%s", nm->token, role);
 	ec2_query_init(&q, "RunInstances");
 	ec2_query_add(&q, "ImageId", nm->imageid);
@@ -674,7 +676,7 @@ static int ec2_create(struct provider *p, struct provider_node *nodes, size_t n,
 		if (k == 0)
 			continue;
 		launched = true;
-		rc = ec2_run_role(ep, c, &nm, v, k, err, errlen);
+		rc = ec2_run_role(c, &nm, v, k, err, errlen);
 	}
 	if (rc == 0)
 		rc = ec2_wait(ep, c, &nm, nodes, n, "running", err, errlen);
@@ -767,6 +769,7 @@ static int ec2_act(struct provider *p, enum provider_act act,
 		size_t j = 0;
 
 		if (!w) {
+			snprintf(err, errlen, "out of memory");
 			rc = -ENOMEM;
 			goto out;
 		}
@@ -991,47 +994,26 @@ int ec2_tagged_instances(struct provider *p, struct ec2_tagged **out, size_t *n,
 	struct ec2_provider *ep = ec2_of(p);
 	struct ec2_client *c = ec2_client_get(ep, err, errlen);
 	struct ec2_instances l = {0};
-	char next[1024] = "";
-	int rc = 0;
+	static const char *const live[] = {"tag-key",
+					   EC2_TAG_CLUSTER,
+					   "instance-state-name",
+					   "pending",
+					   "instance-state-name",
+					   "running",
+					   "instance-state-name",
+					   "stopping",
+					   "instance-state-name",
+					   "stopped",
+					   "instance-state-name",
+					   "shutting-down",
+					   NULL};
+	int rc;
 
 	*out = NULL;
 	*n = 0;
 	if (!c)
 		return -EACCES;
-	do {
-		struct ec2_query q;
-		char *body = NULL, code[EC2_CODE_MAX];
-		size_t len = 0;
-		static const char *const live[] = {"pending", "running",
-						   "stopping", "stopped",
-						   "shutting-down"};
-
-		ec2_query_init(&q, "DescribeInstances");
-		ec2_query_add(&q, "Filter.1.Name", "tag-key");
-		ec2_query_add(&q, "Filter.1.Value.1", EC2_TAG_CLUSTER);
-		ec2_query_add(&q, "Filter.2.Name", "instance-state-name");
-		for (size_t i = 0; i < sizeof(live) / sizeof(live[0]); i++) {
-			char name[32];
-
-			snprintf(name, sizeof(name), "Filter.2.Value.%zu",
-				 i + 1);
-			ec2_query_add(&q, name, live[i]);
-		}
-		ec2_query_add(&q, "MaxResults", "1000");
-		if (*next)
-			ec2_query_add(&q, "NextToken", next);
-		rc = ec2_call(c, &q, &body, &len, code, sizeof(code), err,
-			      errlen);
-		ec2_query_free(&q);
-		if (rc == 0 &&
-		    ec2_xml_instances(body, len, &l, next, sizeof(next))) {
-			snprintf(err, errlen,
-				 "DescribeInstances: the response does not "
-				 "parse");
-			rc = -EIO;
-		}
-		free(body);
-	} while (rc == 0 && *next);
+	rc = ec2_describe_pages(c, live, &l, err, errlen);
 	if (rc == 0 && l.n) {
 		*out = calloc(l.n, sizeof(**out));
 		if (!*out) {

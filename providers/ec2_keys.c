@@ -80,10 +80,15 @@ static int ec2_write_file(const char *path, const char *data, size_t len,
 static int ec2_b64(const unsigned char *in, size_t len, char *out,
 		   size_t outlen)
 {
-	if (outlen < 4 * ((len + 2) / 3) + 1)
+	if (outlen < 4 * ((len + 2) / 3) + 1 || len > 0x3fffffff)
 		return -1;
 	EVP_EncodeBlock((unsigned char *)out, in, (int)len);
 	return 0;
+}
+
+int ec2_keys_base64(const void *in, size_t len, char *out, size_t outlen)
+{
+	return ec2_b64(in, len, out, outlen);
 }
 
 int ec2_keys_generate(const char *path, const char *comment, char *err,

@@ -18,4 +18,8 @@ int ec2_keys_generate(const char *path, const char *comment, char *err,
 int ec2_keys_public(const char *path, char *pub, size_t publen, char *err,
 		    size_t errlen);
 
+/* Base64 (with padding, no newlines) of len bytes into out; -1 when out is
+ * too short. */
+int ec2_keys_base64(const void *in, size_t len, char *out, size_t outlen);
+
 #endif

@@ -308,6 +308,11 @@ static void test_keys(void)
 	struct stat st;
 	FILE *f;
 
+	CHECK(ec2_keys_base64("ssh", 3, err, sizeof(err)) == 0 &&
+	      strcmp(err, "c3No") == 0);
+	CHECK(ec2_keys_base64("ab", 2, err, sizeof(err)) == 0 &&
+	      strcmp(err, "YWI=") == 0);
+	CHECK(ec2_keys_base64("abcdef", 6, err, 8) == -1);
 	snprintf(path, sizeof(path), "%s/key", tmpdir);
 	CHECK(ec2_keys_public(path, pub, sizeof(pub), err, sizeof(err)) ==
 	      -ENOENT);
