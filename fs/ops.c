@@ -992,10 +992,16 @@ static int fs_exec_cancelled(void *ctx)
 static int fs_exec_run(struct fshandle *h)
 {
 	int fd = -1;
-	int rc = model_exec(fs_ctx()->model, h->path.handle,
-			    h->path.kind == FSPATH_NODE_FILE ? h->path.node
-							     : NULL,
-			    h->buf, h->len, fs_exec_cancelled, NULL, &fd);
+	int rc =
+		strcmp(h->path.file, "mpiexec") == 0
+			? model_mpiexec(fs_ctx()->model, h->path.handle, h->buf,
+					h->len, fs_exec_cancelled, NULL, &fd)
+			: model_exec(fs_ctx()->model, h->path.handle,
+				     h->path.kind == FSPATH_NODE_FILE
+					     ? h->path.node
+					     : NULL,
+				     h->buf, h->len, fs_exec_cancelled, NULL,
+				     &fd);
 
 	h->len = 0;
 	if (fd >= 0) {
@@ -1025,10 +1031,11 @@ static int fs_exec_write(struct fshandle *h, const char *data, size_t size,
 		/* Nothing of it runs, not even at close. */
 		h->len = 0;
 		h->refused = -E2BIG;
-		snprintf(rel, sizeof(rel), "%s%s%sexec",
+		snprintf(rel, sizeof(rel), "%s%s%s%s",
 			 h->path.kind == FSPATH_NODE_FILE ? "nodes/" : "",
 			 h->path.kind == FSPATH_NODE_FILE ? h->path.node : "",
-			 h->path.kind == FSPATH_NODE_FILE ? "/" : "");
+			 h->path.kind == FSPATH_NODE_FILE ? "/" : "",
+			 h->path.file);
 		return model_cluster_refuse(
 			fs_ctx()->model, h->path.handle, rel, E2BIG,
 			"the command is longer than 128 KiB; "
@@ -1060,7 +1067,8 @@ static int fs_write_handle(struct fshandle *h, const char *data, size_t size,
 		return -EACCES;
 	if (h->path.kind == FSPATH_CLUSTER_FILE ||
 	    h->path.kind == FSPATH_NODE_FILE) {
-		if (strcmp(h->path.file, "exec") == 0)
+		if (strcmp(h->path.file, "exec") == 0 ||
+		    strcmp(h->path.file, "mpiexec") == 0)
 			return fs_exec_write(h, data, size, off);
 		rc = model_cluster_file_write(m, h->path.handle, h->path.file,
 					      data, size);

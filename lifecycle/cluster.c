@@ -61,8 +61,11 @@ struct cluster_jobs {
 static const struct {
 	const char *name;
 	bool writable;
-} cluster_files[] = {{"state", true},	  {"info", false},   {"exec", true},
-		     {"hostfile", false}, {"restart", true}, {"log", false},
+} cluster_files[] = {{"state", true},	    {"info", false},
+		     {"exec", true},	    {"hostfile", false},
+		     {"mpiexec", true},	    {"mpi_stdout", false},
+		     {"mpi_stderr", false}, {"mpi_exit_status", false},
+		     {"restart", true},	    {"log", false},
 		     {"error", false}},
   node_files[] = {{"status", false}, {"exec", true},	     {"stdout", false},
 		  {"stderr", false}, {"exit_status", false}, {"info", false}};
@@ -190,8 +193,8 @@ int cluster_mkdirs(const char *path)
 
 /* --- persistence --- */
 
-static int cluster_store(struct model *m, const struct cluster *c, char *err,
-			 size_t errlen)
+int cluster_store(struct model *m, const struct cluster *c, char *err,
+		  size_t errlen)
 {
 	struct store_cluster sc = {
 		.handle = c->handle,
@@ -210,6 +213,8 @@ static int cluster_store(struct model *m, const struct cluster *c, char *err,
 		.ssh_keyfile = c->ssh_keyfile,
 		.token = c->token,
 		.options = c->options,
+		.mpi_exit_status = c->mpi_exit_status,
+		.mpi_ns = c->mpi_ns,
 	};
 
 	return store_cluster_put(m->store, &sc, err, errlen);
@@ -459,7 +464,21 @@ static void cluster_job_deploy(struct model *m, struct cluster *c)
 	}
 	if (c->state == CLUSTER_DEPLOYING) {
 		char note[64];
+		int rc = cluster_prepare(m, c, err, sizeof(err));
 
+		c = cluster_find(m, handle);
+		if (!c || c->state != CLUSTER_DEPLOYING)
+			goto out;
+		if (rc) {
+			char why[MODEL_ERR_MAX + 64];
+
+			snprintf(why, sizeof(why),
+				 "deploy failed: preparing the nodes: %s", err);
+			cluster_set_state(m, c, CLUSTER_FAILED, err,
+					  sizeof(err));
+			cluster_fail(m, c, "", -EIO, why);
+			goto out;
+		}
 		snprintf(note, sizeof(note), "deployed %zu nodes", c->nnodes);
 		cluster_set_state_note(m, c, CLUSTER_RUNNING, note, err,
 				       sizeof(err));
@@ -634,6 +653,22 @@ static void cluster_job_nodes(struct model *m, struct cluster *c,
 		c->done++;
 		cluster_notify(m, c, "state");
 	}
+	/* Resumed nodes may have new addresses: their hostfile and known
+	 * hosts follow. A failure leaves the cluster running, said in its
+	 * error file and log. */
+	if (op == CLUSTER_OP_START && cluster_prepare(m, c, err, sizeof(err))) {
+		char why[MODEL_ERR_MAX + 64];
+
+		c = cluster_find(m, handle);
+		if (!c || c->state != how[op].during)
+			return;
+		snprintf(why, sizeof(why), "preparing the resumed nodes: %s",
+			 err);
+		cluster_fail(m, c, "", -EIO, why);
+	}
+	c = cluster_find(m, handle);
+	if (!c || c->state != how[op].during)
+		return;
 	cluster_set_state(m, c, how[op].after, err, sizeof(err));
 }
 
@@ -699,6 +734,8 @@ static int cluster_load_one(void *ctx, const struct store_cluster *sc)
 	snprintf(c->ssh_keyfile, sizeof(c->ssh_keyfile), "%s", sc->ssh_keyfile);
 	snprintf(c->token, sizeof(c->token), "%s", sc->token);
 	snprintf(c->options, sizeof(c->options), "%s", sc->options);
+	c->mpi_exit_status = sc->mpi_exit_status;
+	c->mpi_ns = sc->mpi_ns;
 	if (!c->resolution || !c->error || cluster_insert(m, c)) {
 		cluster_free(c);
 		return -1;
@@ -1088,6 +1125,7 @@ int cluster_deploy(struct model *m, const struct cluster_request *req,
 		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
 	}
+	c->mpi_exit_status = -1;
 	if (*req->name)
 		snprintf(c->handle, sizeof(c->handle), "%s", req->name);
 	else
@@ -1370,8 +1408,7 @@ int model_node_stat(struct model *m, const char *handle, const char *node,
 
 /* --- rendering the files --- */
 
-__attribute__((format(printf, 2, 3))) static void
-cluster_printf(struct cluster_text *t, const char *fmt, ...)
+void cluster_printf(struct cluster_text *t, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -1521,6 +1558,11 @@ static void cluster_output_path(const struct model *m, const struct cluster *c,
 	if (node)
 		snprintf(buf, len, "%s/%s.%s", dir, node,
 			 strcmp(file, "exec") == 0 ? "stdout" : file);
+	else if (strcmp(file, "mpiexec") == 0 ||
+		 strcmp(file, "mpi_stdout") == 0)
+		snprintf(buf, len, "%s/mpi.stdout", dir);
+	else if (strcmp(file, "mpi_stderr") == 0)
+		snprintf(buf, len, "%s/mpi.stderr", dir);
 	else
 		snprintf(buf, len, "%s/exec.out", dir);
 }
@@ -1528,6 +1570,9 @@ static void cluster_output_path(const struct model *m, const struct cluster *c,
 static bool cluster_is_output(const char *node, const char *file)
 {
 	return strcmp(file, "exec") == 0 ||
+	       (!node && (strcmp(file, "mpiexec") == 0 ||
+			  strcmp(file, "mpi_stdout") == 0 ||
+			  strcmp(file, "mpi_stderr") == 0)) ||
 	       (node &&
 		(strcmp(file, "stdout") == 0 || strcmp(file, "stderr") == 0));
 }
@@ -1549,9 +1594,65 @@ static int64_t cluster_file_mtime(const struct cluster *c,
 		return c->log_ns;
 	if (strcmp(file, "exec") == 0)
 		return c->exec_ns ? c->exec_ns : c->created_ns;
+	if (strncmp(file, "mpi", 3) == 0)
+		return c->mpi_ns ? c->mpi_ns : c->created_ns;
 	if (strcmp(file, "restart") == 0)
 		return c->restart_ns ? c->restart_ns : c->created_ns;
 	return c->created_ns;
+}
+
+/* One address of the hostfile: where it first appears, its slots. */
+struct cluster_host {
+	const char *address;
+	size_t first;
+	int slots;
+};
+
+static int cluster_host_by_address(const void *a, const void *b)
+{
+	const struct cluster_host *x = a, *y = b;
+	int c = strcmp(x->address, y->address);
+
+	return c ? c : (x->first > y->first) - (x->first < y->first);
+}
+
+static int cluster_host_by_first(const void *a, const void *b)
+{
+	const struct cluster_host *x = a, *y = b;
+
+	return (x->first > y->first) - (x->first < y->first);
+}
+
+void cluster_hostfile(const struct cluster *c, struct cluster_text *t)
+{
+	/* Open MPI refuses a host named twice: nodes that share an address
+	 * (every local node is this machine) are one line with all their
+	 * slots, where the address first appears. */
+	struct cluster_host *h = calloc(c->nnodes ? c->nnodes : 1, sizeof(*h));
+	size_t n = 0, m = 0;
+
+	if (!h)
+		return;
+	for (size_t i = 0; i < c->nnodes; i++)
+		if (c->nodes[i].pn.rank >= 0)
+			h[n++] = (struct cluster_host){
+				.address = *c->nodes[i].pn.address
+						   ? c->nodes[i].pn.address
+						   : "localhost",
+				.first = i,
+				.slots = c->process_count,
+			};
+	qsort(h, n, sizeof(*h), cluster_host_by_address);
+	for (size_t i = 0; i < n; i++) {
+		if (m && strcmp(h[m - 1].address, h[i].address) == 0)
+			h[m - 1].slots += h[i].slots;
+		else
+			h[m++] = h[i];
+	}
+	qsort(h, m, sizeof(*h), cluster_host_by_first);
+	for (size_t i = 0; i < m; i++)
+		cluster_printf(t, "%s slots=%d\n", h[i].address, h[i].slots);
+	free(h);
 }
 
 /* Render a file that is not command output (model locked). */
@@ -1574,13 +1675,10 @@ int cluster_render(struct model *m, struct cluster *c, struct cluster_node *n,
 		store_log_lines(m->store, subject, cluster_render_log_line, t,
 				err, sizeof(err));
 	} else if (strcmp(file, "hostfile") == 0) {
-		for (size_t i = 0; i < c->nnodes; i++)
-			if (c->nodes[i].pn.rank >= 0)
-				cluster_printf(t, "%s slots=%d\n",
-					       *c->nodes[i].pn.address
-						       ? c->nodes[i].pn.address
-						       : "localhost",
-					       c->process_count);
+		cluster_hostfile(c, t);
+	} else if (strcmp(file, "mpi_exit_status") == 0) {
+		if (c->mpi_exit_status >= 0)
+			cluster_printf(t, "%d\n", c->mpi_exit_status);
 	} else if (strcmp(file, "restart") != 0) {
 		return -ENOENT;
 	}

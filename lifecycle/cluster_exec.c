@@ -197,6 +197,32 @@ static void cluster_quote_command(const char *cmd, size_t len, char *out,
 			*p = ';';
 }
 
+int cluster_write_hostfile(struct model *m, struct cluster *c, const char *dir,
+			   unsigned seq)
+{
+	struct cluster_text t = {0};
+	char path[PATH_MAX + 16], tmp[PATH_MAX + 32];
+	FILE *f;
+	int rc = -1;
+
+	/* Replaced whole, so a command reading it never sees half. */
+	(void)m;
+	cluster_hostfile(c, &t);
+	snprintf(path, sizeof(path), "%s/hostfile", dir);
+	snprintf(tmp, sizeof(tmp), "%s/.hostfile.%u", dir, seq);
+	f = fopen(tmp, "we");
+	if (f) {
+		if (t.buf)
+			fwrite(t.buf, 1, t.len, f);
+		if (fclose(f) == 0 && rename(tmp, path) == 0)
+			rc = 0;
+		else
+			unlink(tmp);
+	}
+	free(t.buf);
+	return rc;
+}
+
 int model_exec(struct model *m, const char *handle, const char *node,
 	       const char *command, size_t len, int (*cancelled)(void *),
 	       void *cancel_ctx, int *out_fd)
@@ -274,26 +300,7 @@ int model_exec(struct model *m, const char *handle, const char *node,
 		n++;
 	}
 	/* The hostfile commands see (CCLFS_HOSTFILE). */
-	{
-		struct cluster_text t = {0};
-		char path[PATH_MAX + 16], tmp[PATH_MAX + 32];
-		FILE *f;
-
-		/* Replaced whole, so a command reading it never sees half. */
-		cluster_render(m, c, NULL, "hostfile", &t);
-		snprintf(path, sizeof(path), "%s/hostfile", dir);
-		snprintf(tmp, sizeof(tmp), "%s/.hostfile.%u", dir, seq);
-		f = fopen(tmp, "we");
-		if (f) {
-			if (t.buf)
-				fwrite(t.buf, 1, t.len, f);
-			if (fclose(f) == 0)
-				rename(tmp, path);
-			else
-				unlink(tmp);
-		}
-		free(t.buf);
-	}
+	cluster_write_hostfile(m, c, dir, seq);
 	pthread_mutex_unlock(&m->lock);
 
 	if (n == 1)

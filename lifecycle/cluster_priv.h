@@ -9,6 +9,7 @@
 #include "providers/provider.h"
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 enum cluster_state {
@@ -57,6 +58,8 @@ struct cluster {
 	char ssh_keyfile[PATH_MAX]; /* config/keyfile or sshflags -i */
 	char token[40];		    /* random, fixed at deploy */
 	char options[1024];	    /* provider options from config/ */
+	int mpi_exit_status;	    /* of the last mpiexec; -1: none */
+	int64_t mpi_ns;		    /* when it ended */
 };
 
 /* A file's content being rendered. */
@@ -83,6 +86,25 @@ int cluster_fail(struct model *m, struct cluster *c, const char *relpath,
 void cluster_clear_error(struct model *m, struct cluster *c);
 struct provider *cluster_provider(struct model *m,
 				  const struct cluster_node *n);
+/* Record the cluster in the store. */
+int cluster_store(struct model *m, const struct cluster *c, char *err,
+		  size_t errlen);
+/* The compute nodes' Open MPI hostfile: one line per address, with the
+ * slots of every node there. */
+void cluster_hostfile(const struct cluster *c, struct cluster_text *t);
+void cluster_printf(struct cluster_text *t, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Write the hostfile commands on the daemon's machine read
+ * (CCLFS_HOSTFILE) into dir, whole; seq names the temporary file. */
+int cluster_write_hostfile(struct model *m, struct cluster *c,
+			   const char *dir, unsigned seq);
+/* PeerWorkersMPI and ManagerWorkers: the cluster types with MPI. */
+bool cluster_is_mpi(const struct cluster *c);
+/* Prepare the cluster's nodes for commands that span them, through its
+ * provider's prepare op (after a deploy and a resume). Unlocks the model
+ * around the provider: find the cluster again after. 0, or -errno. */
+int cluster_prepare(struct model *m, struct cluster *c, char *err,
+		    size_t errlen);
 /* Render a file that is not command output into t. */
 int cluster_render(struct model *m, struct cluster *c, struct cluster_node *n,
 		   const char *file, struct cluster_text *t);

@@ -688,6 +688,14 @@ static const char *model_config(const struct model *m,
 	return *v ? v : d ? d : "";
 }
 
+const char *model_contract_config(const struct model *m, const char *contract,
+				  const char *key)
+{
+	const struct model_contract *c = model_find(m, contract);
+
+	return c ? model_config(m, c, key) : "";
+}
+
 /* The key file for SSH logins: config/keyfile, else the -i of sshflags. */
 static void model_keyfile(const struct model *m, const struct model_contract *c,
 			  char *out, size_t len)

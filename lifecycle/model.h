@@ -151,6 +151,19 @@ int model_exec(struct model *m, const char *handle, const char *node,
 	       void *cancel_ctx, int *out_fd);
 
 /*
+ * mpiexec: run Open MPI's mpirun with the cluster's hostfile and every
+ * slot (node_process_count x node_count ranks) on the launch node (the
+ * manager, else node 0), config/directory and config/mpiflags applied;
+ * `command` is the program and its arguments, one line. Waits; *out_fd as
+ * for model_exec. Returns 0; -EBUSY for a cluster without MPI or not
+ * running; -EINVAL for an empty or multi-line command; -EIO when the job
+ * failed; -EINTR when cancelled; with the reason in the error file.
+ */
+int model_mpiexec(struct model *m, const char *handle, const char *command,
+		  size_t len, int (*cancelled)(void *), void *cancel_ctx,
+		  int *out_fd);
+
+/*
  * nodes/NODE/files/: the node's working directory through its provider.
  * model_files_get looks the node up (NULL and *err = -errno when there is
  * none); the calls then run without the model's lock. Paths are relative

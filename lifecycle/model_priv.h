@@ -39,6 +39,10 @@ struct model {
 };
 
 int64_t model_now(void);
+/* A contract's config/KEY, else cclfs.conf's [defaults] KEY, else ""
+ * (model locked; "" also when there is no such contract). */
+const char *model_contract_config(const struct model *m, const char *contract,
+				  const char *key);
 /* Tell the filesystem that a mount-relative path changed. */
 void model_notify_path(struct model *m, const char *path);
 /* Append a line to the log of `subject` ("contracts", "clusters/H"). */

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 
 enum store_stmt {
 	STMT_CONTRACT_ADD,
@@ -43,9 +43,9 @@ static const char *const store_sql[STMT_COUNT] = {
 		"INSERT INTO clusters(handle, contract, cluster_type, "
 		"resolution, state, error, node_count, process_count, "
 		"created_ns, state_ns, error_ns, price, ssh_user, ssh_keyfile, "
-		"token, options) "
+		"token, options, mpi_exit_status, mpi_ns) "
 		"VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-		"?13, ?14, ?15, ?16) ON CONFLICT(handle) DO "
+		"?13, ?14, ?15, ?16, ?17, ?18) ON CONFLICT(handle) DO "
 		"UPDATE SET contract = excluded.contract, cluster_type = "
 		"excluded.cluster_type, resolution = excluded.resolution, "
 		"state = excluded.state, error = excluded.error, node_count = "
@@ -54,7 +54,8 @@ static const char *const store_sql[STMT_COUNT] = {
 		"excluded.state_ns, error_ns = excluded.error_ns, price = "
 		"excluded.price, ssh_user = excluded.ssh_user, ssh_keyfile = "
 		"excluded.ssh_keyfile, token = excluded.token, options = "
-		"excluded.options",
+		"excluded.options, mpi_exit_status = excluded.mpi_exit_status, "
+		"mpi_ns = excluded.mpi_ns",
 	[STMT_CLUSTER_REMOVE] = "DELETE FROM clusters WHERE handle = ?1",
 	[STMT_NODE_PUT] =
 		"INSERT INTO nodes(handle, rank, provider, instance_type, "
@@ -107,7 +108,10 @@ static const char store_schema[] =
 	"  ssh_keyfile TEXT NOT NULL DEFAULT '',"
 	/* Schema 4: the cluster's token and provider options. */
 	"  token TEXT NOT NULL DEFAULT '',"
-	"  options TEXT NOT NULL DEFAULT '') WITHOUT ROWID;"
+	"  options TEXT NOT NULL DEFAULT '',"
+	/* Schema 5: the last mpiexec's exit status and when it ended. */
+	"  mpi_exit_status INTEGER NOT NULL DEFAULT -1,"
+	"  mpi_ns INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
 	"CREATE TABLE IF NOT EXISTS nodes("
 	"  handle TEXT NOT NULL REFERENCES clusters(handle) ON DELETE CASCADE,"
 	"  rank INTEGER NOT NULL,"
@@ -183,10 +187,20 @@ static int store_migrate(struct store *st, char *err, size_t errlen)
 		       "DEFAULT '';",
 		       err, errlen))
 		return -1;
+	/* Schema 2 to 4 lack the last mpiexec's results. */
+	if (version >= 2 && version <= 4 &&
+	    store_exec(
+		    st,
+		    "ALTER TABLE clusters ADD COLUMN mpi_exit_status INTEGER "
+		    "NOT NULL DEFAULT -1;"
+		    "ALTER TABLE clusters ADD COLUMN mpi_ns INTEGER NOT NULL "
+		    "DEFAULT 0;",
+		    err, errlen))
+		return -1;
 	if (version < STORE_SCHEMA_VERSION)
 		return store_exec(st,
 				  "INSERT OR REPLACE INTO meta(key, value) "
-				  "VALUES('schema', '4')",
+				  "VALUES('schema', '5')",
 				  err, errlen);
 	return 0;
 }
@@ -414,6 +428,8 @@ int store_cluster_put(struct store *st, const struct store_cluster *c,
 	store_bind_text(q, 14, c->ssh_keyfile ? c->ssh_keyfile : "");
 	store_bind_text(q, 15, c->token ? c->token : "");
 	store_bind_text(q, 16, c->options ? c->options : "");
+	sqlite3_bind_int(q, 17, c->mpi_exit_status);
+	sqlite3_bind_int64(q, 18, c->mpi_ns);
 	return store_step(st, STMT_CLUSTER_PUT, err, errlen);
 }
 
@@ -476,8 +492,8 @@ int store_load_clusters(struct store *st,
 			       "SELECT handle, contract, cluster_type, "
 			       "resolution, state, error, node_count, "
 			       "process_count, created_ns, state_ns, error_ns, "
-			       "price, ssh_user, ssh_keyfile, token, options "
-			       "FROM clusters "
+			       "price, ssh_user, ssh_keyfile, token, options, "
+			       "mpi_exit_status, mpi_ns FROM clusters "
 			       "ORDER BY handle",
 			       -1, &c, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(
@@ -510,6 +526,8 @@ int store_load_clusters(struct store *st,
 			.ssh_keyfile = store_column_text(c, 13),
 			.token = store_column_text(c, 14),
 			.options = store_column_text(c, 15),
+			.mpi_exit_status = sqlite3_column_int(c, 16),
+			.mpi_ns = sqlite3_column_int64(c, 17),
 		};
 
 		if (loader->cluster(loader->ctx, &cl)) {

@@ -60,6 +60,8 @@ struct store_cluster {
 	const char *ssh_keyfile; /* config/keyfile or sshflags -i */
 	const char *token;	 /* random, fixed at deploy */
 	const char *options;	 /* provider options, NAME=VALUE lines */
+	int mpi_exit_status;	 /* of the last mpiexec; -1: none yet */
+	int64_t mpi_ns;		 /* when it ended */
 };
 
 struct store_node {

@@ -6,7 +6,7 @@
  * act on every instance of the cluster in one call. */
 #include "providers/ec2.h"
 
-#include "providers/ec2_keys.h"
+#include "providers/sshkey.h"
 #include "providers/ec2_xml.h"
 #include "providers/remote.h"
 
@@ -465,23 +465,23 @@ out:
 static int ec2_key_pair(struct ec2_client *c, const struct ec2_names *nm,
 			char *err, size_t errlen)
 {
-	char pub[EC2_PUBKEY_MAX], b64[2 * EC2_PUBKEY_MAX], code[EC2_CODE_MAX];
+	char pub[SSHKEY_PUBKEY_MAX], b64[2 * SSHKEY_PUBKEY_MAX], code[EC2_CODE_MAX];
 	struct ec2_query q;
 	int rc;
 
 	if (!nm->key_own)
 		return 0;
-	rc = ec2_keys_public(nm->keypath, pub, sizeof(pub), err, errlen);
+	rc = sshkey_public(nm->keypath, pub, sizeof(pub), err, errlen);
 	if (rc == -ENOENT) {
-		rc = ec2_keys_generate(nm->keypath, nm->tag, err, errlen);
+		rc = sshkey_generate(nm->keypath, nm->tag, err, errlen);
 		if (rc == 0)
-			rc = ec2_keys_public(nm->keypath, pub, sizeof(pub), err,
+			rc = sshkey_public(nm->keypath, pub, sizeof(pub), err,
 					     errlen);
 	}
 	if (rc)
 		return rc;
 	/* PublicKeyMaterial is a blob: base64 of the OpenSSH line. */
-	if (ec2_keys_base64(pub, strlen(pub), b64, sizeof(b64))) {
+	if (sshkey_base64(pub, strlen(pub), b64, sizeof(b64))) {
 		snprintf(err, errlen, "the public key of %s is too long",
 			 nm->keypath);
 		return -EINVAL;
@@ -945,6 +945,7 @@ static int ec2_params(void *ctx, const struct provider_node *pn, int rank,
 static const struct provider_ops ec2_ops = {
 	.name = "ec2",
 	.files = &remote_file_ops,
+	.prepare = remote_prepare,
 	.create = ec2_create,
 	.create_all = 1,
 	.act = ec2_act,

@@ -282,6 +282,7 @@ static void hosts_close(struct provider *p)
 static const struct provider_ops hosts_ops = {
 	.name = "hosts",
 	.files = &remote_file_ops,
+	.prepare = remote_prepare,
 	.create = hosts_create,
 	.stop = hosts_stop,
 	.start = hosts_start,

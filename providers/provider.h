@@ -56,7 +56,10 @@ struct provider_run {
 	const char *command;	 /* run with /bin/sh -c in the workdir */
 	const char *stdout_path; /* created or truncated, mode 0600 */
 	const char *stderr_path;
-	const char *const *env; /* extra NAME=VALUE, NULL-terminated */
+	/* Extra NAME=VALUE, NULL-terminated. CCLFS_HOSTFILE names the
+	 * daemon's copy; a provider with a prepare op gives the path of the
+	 * copy on the node instead. */
+	const char *const *env;
 	/* Polled while the command runs; non-zero: kill it and return
 	 * -EINTR. May be NULL. */
 	int (*cancelled)(void *ctx);
@@ -128,6 +131,16 @@ struct provider_ops {
 	int (*act)(struct provider *p, enum provider_act act,
 		   struct provider_node *nodes, size_t n, char *err,
 		   size_t errlen);
+	/* Optional: prepare a cluster's nodes for commands that span them,
+	 * after its deploy and after each resume: the text of the cluster's
+	 * hostfile where CCLFS_HOSTFILE names it on every node, and with
+	 * mpi, what Open MPI's mpirun needs to start processes on the nodes
+	 * from any of them (a key of the cluster's in their authorized keys,
+	 * their host keys known). Without it, commands read the daemon's
+	 * own files (the nodes are this machine). */
+	int (*prepare)(struct provider *p, const struct provider_node *nodes,
+		       size_t n, const char *hostfile, int mpi, char *err,
+		       size_t errlen);
 	/* Pause / continue every process cclfs started on the node. */
 	int (*stop)(struct provider *p, const struct provider_node *node,
 		    char *err, size_t errlen);

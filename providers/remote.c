@@ -3,6 +3,7 @@
  * commands in a session of their own marked with the node, so that signals
  * find what they started, and the working directory over SFTP. */
 #include "providers/remote.h"
+#include "providers/sshkey.h"
 
 #include "providers/ssh_sftp.h"
 
@@ -250,31 +251,29 @@ int remote_signal(struct remote *r, const struct provider_node *node,
 	return remote_signal_seq(r, node, sig, 0, err, errlen);
 }
 
-/* Connect to every node at once and make its working directory. */
-int remote_mkdirs(struct remote *r, const struct provider_node *nodes, size_t n,
-		  char *err, size_t errlen)
+/* Run cmds[i] on nodes[i], all at once (connecting first); `what` names
+ * the step in errors. 0, or -errno with err naming the first node that
+ * failed. */
+static int remote_exec_all(struct remote *r, const struct provider_node *nodes,
+			   size_t n, char *const *cmds, const char *what,
+			   char *err, size_t errlen)
 {
 	struct remote_node **nds = calloc(n ? n : 1, sizeof(*nds));
 	struct ssh_exec *xs = calloc(n ? n : 1, sizeof(*xs));
-	char(*cmds)[PROVIDER_PATH_MAX + 32] = calloc(n ? n : 1, sizeof(*cmds));
 	int rc = 0;
 
-	if (!nds || !xs || !cmds) {
+	if (!nds || !xs) {
 		free(nds);
 		free(xs);
-		free(cmds);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		char q[PROVIDER_PATH_MAX + 8];
-
 		nds[i] = remote_get(r, &nodes[i], err, errlen);
-		if (!nds[i] || ssh_quote(nodes[i].workdir, q, sizeof(q)) != 0) {
+		if (!nds[i]) {
 			rc = -EIO;
 			break;
 		}
-		snprintf(cmds[i], sizeof(cmds[i]), "mkdir -p %s", q);
 		xs[i].command = cmds[i];
 		xs[i].out_fd = xs[i].err_fd = -1;
 		xs[i].timeout_ms = 60000;
@@ -294,10 +293,7 @@ int remote_mkdirs(struct remote *r, const struct provider_node *nodes, size_t n,
 				   sizeof(e));
 		if (rr == 0 && xs[i].exit_status != 0) {
 			xs[i].errtext[strcspn(xs[i].errtext, "\n")] = '\0';
-			snprintf(e, sizeof(e),
-				 "cannot make the working directory %s on "
-				 "%s: %s",
-				 nodes[i].workdir, nodes[i].instance_id,
+			snprintf(e, sizeof(e), "%s failed: %s", what,
 				 xs[i].errtext);
 			rr = -EIO;
 		}
@@ -310,7 +306,187 @@ int remote_mkdirs(struct remote *r, const struct provider_node *nodes, size_t n,
 	}
 	free(nds);
 	free(xs);
+	return rc;
+}
+
+/* Connect to every node at once and make its working directory. */
+int remote_mkdirs(struct remote *r, const struct provider_node *nodes, size_t n,
+		  char *err, size_t errlen)
+{
+	char **cmds = calloc(n ? n : 1, sizeof(*cmds));
+	int rc = 0;
+
+	if (!cmds) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		char q[PROVIDER_PATH_MAX + 8];
+
+		if (ssh_quote(nodes[i].workdir, q, sizeof(q)) != 0 ||
+		    asprintf(&cmds[i], "mkdir -p %s", q) < 0) {
+			cmds[i] = NULL;
+			snprintf(err, errlen,
+				 "%s: the working directory is "
+				 "too long",
+				 nodes[i].instance_id);
+			rc = -ENAMETOOLONG;
+		}
+	}
+	if (rc == 0)
+		rc = remote_exec_all(r, nodes, n, cmds,
+				     "making the working directory", err,
+				     errlen);
+	for (size_t i = 0; i < n; i++)
+		free(cmds[i]);
 	free(cmds);
+	return rc;
+}
+
+/* The files of a cluster on one of its nodes, from the login directory:
+ * .cclfs/HANDLE/hostfile, and for MPI .cclfs/HANDLE/mpi/ with the
+ * cluster's key (id_ed25519), the nodes' host keys (known_hosts) and the
+ * `ssh` mpirun starts its daemons with (OMPI_MCA_plm_rsh_agent). */
+#define REMOTE_EOF "CCLFS_END_OF_FILE"
+
+static char *remote_prepare_script(const struct provider_node *pn,
+				   const char *hostfile, const char *pem,
+				   const char *pub, const char *known)
+{
+	char *s = NULL, *mpi = NULL;
+	char marker[96], tag[32];
+	int rc;
+
+	snprintf(tag, sizeof(tag), "%d", pn->rank < 0 ? 0 : pn->rank + 1);
+	snprintf(marker, sizeof(marker), " cclfs:%s:%.8s", pn->handle,
+		 pn->token);
+	if (pem) {
+		rc = asprintf(
+			&mpi,
+			"m=$(cd \"$d/mpi\" && pwd -P) || exit 1\n"
+			"cat > \"$m/.key.%s\" <<'" REMOTE_EOF "'\n%s" REMOTE_EOF
+			"\n"
+			"mv -f \"$m/.key.%s\" \"$m/id_ed25519\" || exit 1\n"
+			"printf '%%s' '%s' > \"$m/.pub.%s\" && "
+			"mv -f \"$m/.pub.%s\" \"$m/id_ed25519.pub\" || exit 1\n"
+			"cat > \"$m/.known.%s\" <<'" REMOTE_EOF
+			"'\n%s" REMOTE_EOF "\n"
+			"mv -f \"$m/.known.%s\" \"$m/known_hosts\" || exit 1\n"
+			"printf '#!/bin/sh\\nexec ssh -F /dev/null -o "
+			"BatchMode=yes -o IdentitiesOnly=yes -o "
+			"StrictHostKeyChecking=yes -o "
+			"GlobalKnownHostsFile=/dev/null -o "
+			"UserKnownHostsFile=\"%%s/known_hosts\" -i "
+			"\"%%s/id_ed25519\" \"$@\"\\n' \"$m\" \"$m\" > "
+			"\"$m/.ssh.%s\" && chmod 755 \"$m/.ssh.%s\" && "
+			"mv -f \"$m/.ssh.%s\" \"$m/ssh\" || exit 1\n"
+			"h=${HOME:-.}/.ssh; a=$h/authorized_keys\n"
+			"mkdir -p \"$h\" && chmod 700 \"$h\" || exit 1\n"
+			"{ grep -v -F '%s' \"$a\" 2>/dev/null; printf '%%s' "
+			"'%s'; "
+			"} > \"$a.cclfs.%s\" || exit 1\n"
+			"cat \"$a.cclfs.%s\" > \"$a\" && chmod 600 \"$a\"; "
+			"r=$?; rm -f \"$a.cclfs.%s\"; exit $r\n",
+			tag, pem, tag, pub, tag, tag, tag, known, tag, tag, tag,
+			tag, marker, pub, tag, tag, tag);
+		if (rc < 0)
+			return NULL;
+	}
+	rc = asprintf(&s,
+		      "umask 077\n"
+		      "d=.cclfs/%s\n"
+		      "mkdir -p \"$d\"%s || exit 1\n"
+		      "cat > \"$d/.hostfile.%s\" <<'" REMOTE_EOF
+		      "'\n%s" REMOTE_EOF "\n"
+		      "chmod 644 \"$d/.hostfile.%s\" && "
+		      "mv -f \"$d/.hostfile.%s\" \"$d/hostfile\" || exit 1\n"
+		      "%s",
+		      pn->handle, pem ? " \"$d/mpi\"" : "", tag, hostfile, tag,
+		      tag, mpi ? mpi : "exit 0\n");
+	if (mpi) {
+		explicit_bzero(mpi, strlen(mpi));
+		free(mpi);
+	}
+	return rc < 0 ? NULL : s;
+}
+
+int remote_prepare(struct provider *p, const struct provider_node *nodes,
+		   size_t n, const char *hostfile, int mpi, char *err,
+		   size_t errlen)
+{
+	struct remote *r = p->remote;
+	char **cmds = calloc(n ? n : 1, sizeof(*cmds));
+	char *known = NULL, *pem = NULL, pub[SSHKEY_PUBKEY_MAX + 128];
+	size_t known_len = 0, pem_len = 0;
+	int rc = 0;
+
+	if (!cmds) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (mpi && n) {
+		char comment[96];
+		FILE *f = open_memstream(&known, &known_len);
+
+		/* The host keys the connections verified, under the addresses
+		 * the hostfile gives. */
+		for (size_t i = 0; f && i < n && rc == 0; i++) {
+			struct remote_node *nd =
+				remote_get(r, &nodes[i], err, errlen);
+			char key[SSH_HOSTKEY_MAX];
+
+			if (!nd) {
+				rc = -EIO;
+				break;
+			}
+			if (ssh_conn_hostkey(nd->conn, key, sizeof(key)) == 0) {
+				if (nodes[i].rank >= 0 && *nodes[i].address)
+					fprintf(f, "%s %s\n", nodes[i].address,
+						key);
+			} else {
+				snprintf(err, errlen,
+					 "%s: its host key is not known yet "
+					 "(never reached)",
+					 nodes[i].instance_id);
+				rc = -EIO;
+			}
+			remote_put(nd);
+		}
+		if (!f || fclose(f) != 0) {
+			snprintf(err, errlen, "out of memory");
+			rc = -ENOMEM;
+		}
+		snprintf(comment, sizeof(comment), "cclfs:%s:%.8s",
+			 nodes[0].handle, nodes[0].token);
+		if (rc == 0)
+			rc = sshkey_make(comment, &pem, &pem_len, pub,
+					 sizeof(pub), err, errlen);
+	}
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		cmds[i] = remote_prepare_script(&nodes[i], hostfile, pem, pub,
+						known ? known : "");
+		if (!cmds[i]) {
+			snprintf(err, errlen, "out of memory");
+			rc = -ENOMEM;
+		}
+	}
+	if (rc == 0)
+		rc = remote_exec_all(r, nodes, n, cmds,
+				     mpi ? "installing the cluster's hostfile "
+					   "and MPI key"
+					 : "installing the cluster's hostfile",
+				     err, errlen);
+	for (size_t i = 0; i < n; i++)
+		if (cmds[i]) {
+			explicit_bzero(cmds[i], strlen(cmds[i]));
+			free(cmds[i]);
+		}
+	free(cmds);
+	if (pem) {
+		explicit_bzero(pem, pem_len);
+		free(pem);
+	}
+	free(known);
 	return rc;
 }
 
@@ -318,7 +494,7 @@ int remote_cleanup(struct remote *r, const struct provider_node *node,
 		   char *err, size_t errlen)
 {
 	struct remote_node *nd;
-	char q[PROVIDER_PATH_MAX + 8], cmd[2 * PROVIDER_PATH_MAX + 64];
+	char q[PROVIDER_PATH_MAX + 8], cmd[2 * PROVIDER_PATH_MAX + 640];
 	int rc = remote_signal(r, node, "KILL", err, errlen);
 
 	if (rc || !*node->workdir)
@@ -330,9 +506,18 @@ int remote_cleanup(struct remote *r, const struct provider_node *node,
 	nd = remote_get(r, node, err, errlen);
 	if (!nd)
 		return -EIO;
+	/* The cluster's key leaves the authorized keys (when it is there:
+	 * the file is not rewritten otherwise). */
 	snprintf(cmd, sizeof(cmd),
-		 "rm -rf %s; rmdir .cclfs/%s .cclfs 2>/dev/null; exit 0", q,
-		 node->handle);
+		 "rm -rf %s; a=${HOME:-.}/.ssh/authorized_keys; "
+		 "if grep -q -F ' cclfs:%s:%.8s' \"$a\" 2>/dev/null; then "
+		 "grep -v -F ' cclfs:%s:%.8s' \"$a\" > \"$a.cclfs.t\"; "
+		 "cat \"$a.cclfs.t\" > \"$a\"; rm -f \"$a.cclfs.t\"; fi; "
+		 "[ -n \"$(ls .cclfs/%s 2>/dev/null | grep -v -x -e mpi -e "
+		 "hostfile)\" ] || rm -rf .cclfs/%s; rmdir .cclfs 2>/dev/null; "
+		 "exit 0",
+		 q, node->handle, node->token, node->handle, node->token,
+		 node->handle, node->handle);
 	rc = remote_simple(nd, "removing the working directory", cmd, err,
 			   errlen);
 	remote_put(nd);
@@ -357,13 +542,20 @@ static int remote_command(const struct provider_node *pn,
 	}
 	remote_marker(pn, 0, marker, sizeof(marker));
 	remote_marker(pn, seq, exec_marker, sizeof(exec_marker));
-	o += (size_t)snprintf(s + o, cap - o, "cd %s || exit 127; export %s %s",
+	/* The hostfile is the copy on the node (remote_prepare), and
+	 * mpirun starts its daemons with the cluster's ssh when it has one. */
+	o += (size_t)snprintf(s + o, cap - o,
+			      "cd %s || exit 127; c=$(cd .. && pwd -P); "
+			      "[ -x \"$c/mpi/ssh\" ] && export "
+			      "OMPI_MCA_plm_rsh_agent=\"$c/mpi/ssh\"; "
+			      "export CCLFS_HOSTFILE=\"$c/hostfile\" %s %s",
 			      q, marker, exec_marker);
 	for (size_t i = 0; run->env && run->env[i] && o < cap; i++) {
 		const char *eq = strchr(run->env[i], '=');
 		char v[PROVIDER_PATH_MAX + 8];
 
-		if (!eq || ssh_quote(eq + 1, v, sizeof(v)))
+		if (!eq || ssh_quote(eq + 1, v, sizeof(v)) ||
+		    strncmp(run->env[i], "CCLFS_HOSTFILE=", 15) == 0)
 			continue;
 		o += (size_t)snprintf(s + o, cap - o, " %.*s=%s",
 				      (int)(eq - run->env[i]), run->env[i], v);

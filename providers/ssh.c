@@ -3,6 +3,7 @@
  * tunnels to nodes behind this one) step by step on the non-blocking
  * session; connecting, host keys, authentication, keepalives, reconnects. */
 #include "providers/ssh_priv.h"
+#include "providers/sshkey.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,6 +62,7 @@ struct ssh_conn {
 	int sock;
 	bool up, tried, idle_data, broken;
 	char why[SSH_ERR_MAX];
+	char hostkey[SSH_HOSTKEY_MAX]; /* "TYPE BASE64" once verified */
 	int64_t since_ns;
 	unsigned gen;
 	int64_t keepalive_ns;
@@ -494,7 +496,7 @@ static void ssh_fingerprint(LIBSSH2_SESSION *s, char *out, size_t outlen)
 	out[o] = '\0';
 }
 
-static int ssh_check_host_key(struct ssh_conn *c, char *err, size_t errlen)
+static int ssh_verify_host_key(struct ssh_conn *c, char *err, size_t errlen)
 {
 	char home_hosts[PATH_MAX], fp[64];
 	const char *home = getenv("HOME");
@@ -547,6 +549,43 @@ static int ssh_check_host_key(struct ssh_conn *c, char *err, size_t errlen)
 		 *c->p.known_hosts ? ", " : "", c->p.known_hosts,
 		 c->p.own_hosts, c->p.port, c->p.host);
 	return -EIO;
+}
+
+/* Keep the verified host key as a known_hosts key ("TYPE BASE64"): its
+ * type is the first string of the key blob. */
+static void ssh_keep_host_key(struct ssh_conn *c)
+{
+	char line[SSH_HOSTKEY_MAX];
+	size_t len = 0, n;
+	int type = 0;
+	const unsigned char *key =
+		(const unsigned char *)libssh2_session_hostkey(c->s, &len,
+							       &type);
+
+	line[0] = '\0';
+	if (key && len > 4) {
+		n = (size_t)key[0] << 24 | (size_t)key[1] << 16 |
+		    (size_t)key[2] << 8 | key[3];
+		if (n > 0 && n < 64 && 4 + n < len) {
+			memcpy(line, key + 4, n);
+			line[n] = ' ';
+			if (sshkey_base64(key, len, line + n + 1,
+					  sizeof(line) - n - 1))
+				line[0] = '\0';
+		}
+	}
+	pthread_mutex_lock(&c->lock);
+	snprintf(c->hostkey, sizeof(c->hostkey), "%s", line);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static int ssh_check_host_key(struct ssh_conn *c, char *err, size_t errlen)
+{
+	int rc = ssh_verify_host_key(c, err, errlen);
+
+	if (rc == 0)
+		ssh_keep_host_key(c);
+	return rc;
 }
 
 static int ssh_auth(struct ssh_conn *c, char *err, size_t errlen)
@@ -1387,6 +1426,18 @@ void ssh_conn_free(struct ssh_conn *c)
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->cv);
 	free(c);
+}
+
+int ssh_conn_hostkey(struct ssh_conn *c, char *buf, size_t len)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->lock);
+	rc = *c->hostkey && strlen(c->hostkey) < len ? 0 : -1;
+	if (rc == 0)
+		memcpy(buf, c->hostkey, strlen(c->hostkey) + 1);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
 }
 
 void ssh_conn_status(struct ssh_conn *c, char *buf, size_t len,

@@ -38,6 +38,11 @@ struct ssh_conn *ssh_conn_new(const struct ssh_params *p, struct ssh_conn *via,
 /* Close the session and stop the thread. */
 void ssh_conn_free(struct ssh_conn *c);
 
+/* The host key the connection verified, as a known_hosts key ("TYPE
+ * BASE64"); 0, or -1 when it never connected (or buf is short). */
+#define SSH_HOSTKEY_MAX 2048
+int ssh_conn_hostkey(struct ssh_conn *c, char *buf, size_t len);
+
 /* "reachable", "not connected yet", or "unreachable: WHY", and since when
  * (0 when never tried). Never waits on the network. */
 void ssh_conn_status(struct ssh_conn *c, char *buf, size_t len,

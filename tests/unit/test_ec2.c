@@ -3,7 +3,7 @@
  * settings search (environment and profile files), and key pairs. */
 #include "check.h"
 #include "providers/aws_config.h"
-#include "providers/ec2_keys.h"
+#include "providers/sshkey.h"
 #include "providers/ec2_query.h"
 #include "providers/ec2_xml.h"
 
@@ -304,21 +304,21 @@ static void test_aws_config(void)
 
 static void test_keys(void)
 {
-	char path[256], pub[EC2_PUBKEY_MAX], err[512], cmd[600], line[512];
+	char path[256], pub[SSHKEY_PUBKEY_MAX], err[512], cmd[600], line[512];
 	struct stat st;
 	FILE *f;
 
-	CHECK(ec2_keys_base64("ssh", 3, err, sizeof(err)) == 0 &&
+	CHECK(sshkey_base64("ssh", 3, err, sizeof(err)) == 0 &&
 	      strcmp(err, "c3No") == 0);
-	CHECK(ec2_keys_base64("ab", 2, err, sizeof(err)) == 0 &&
+	CHECK(sshkey_base64("ab", 2, err, sizeof(err)) == 0 &&
 	      strcmp(err, "YWI=") == 0);
-	CHECK(ec2_keys_base64("abcdef", 6, err, 8) == -1);
+	CHECK(sshkey_base64("abcdef", 6, err, 8) == -1);
 	snprintf(path, sizeof(path), "%s/key", tmpdir);
-	CHECK(ec2_keys_public(path, pub, sizeof(pub), err, sizeof(err)) ==
+	CHECK(sshkey_public(path, pub, sizeof(pub), err, sizeof(err)) ==
 	      -ENOENT);
-	CHECK(ec2_keys_generate(path, "cclfs-test", err, sizeof(err)) == 0);
+	CHECK(sshkey_generate(path, "cclfs-test", err, sizeof(err)) == 0);
 	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
-	CHECK(ec2_keys_public(path, pub, sizeof(pub), err, sizeof(err)) == 0);
+	CHECK(sshkey_public(path, pub, sizeof(pub), err, sizeof(err)) == 0);
 	CHECK(strncmp(pub, "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI", 37) == 0);
 	CHECK(strstr(pub, " cclfs-test") != NULL);
 	/* OpenSSH reads the private key and derives the same public key. */

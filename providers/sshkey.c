@@ -1,8 +1,8 @@
-/* A cluster's SSH key pair, generated with OpenSSL (ed25519). libssh2 1.10
+/* SSH key pairs of clusters, generated with OpenSSL (ed25519). libssh2 1.10
  * reads ed25519 private keys only in OpenSSH's own container
  * ("openssh-key-v1", unencrypted), which OpenSSL does not write: it is laid
  * out here from the raw keys OpenSSL gives. */
-#include "providers/ec2_keys.h"
+#include "providers/sshkey.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,15 +15,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define EC2_KEY_TYPE "ssh-ed25519"
+#define SSHKEY_TYPE "ssh-ed25519"
 
 /* A growing byte string in SSH wire format. */
-struct ec2_wire {
+struct sshkey_wire {
 	unsigned char b[1024];
 	size_t n;
 };
 
-static void ec2_wire_u32(struct ec2_wire *w, uint32_t v)
+static void sshkey_wire_u32(struct sshkey_wire *w, uint32_t v)
 {
 	if (w->n + 4 > sizeof(w->b))
 		return;
@@ -33,23 +33,23 @@ static void ec2_wire_u32(struct ec2_wire *w, uint32_t v)
 	w->b[w->n++] = (unsigned char)v;
 }
 
-static void ec2_wire_bytes(struct ec2_wire *w, const void *p, size_t len)
+static void sshkey_wire_bytes(struct sshkey_wire *w, const void *p, size_t len)
 {
-	ec2_wire_u32(w, (uint32_t)len);
+	sshkey_wire_u32(w, (uint32_t)len);
 	if (w->n + len > sizeof(w->b))
 		return;
 	memcpy(w->b + w->n, p, len);
 	w->n += len;
 }
 
-static void ec2_wire_str(struct ec2_wire *w, const char *s)
+static void sshkey_wire_str(struct sshkey_wire *w, const char *s)
 {
-	ec2_wire_bytes(w, s, strlen(s));
+	sshkey_wire_bytes(w, s, strlen(s));
 }
 
 /* Write `data` to path through a temporary file: whole or not at all. */
-static int ec2_write_file(const char *path, const char *data, size_t len,
-			  char *err, size_t errlen)
+static int sshkey_write_file(const char *path, const char *data, size_t len,
+			     char *err, size_t errlen)
 {
 	char tmp[4200];
 	int fd, rc = 0;
@@ -77,8 +77,8 @@ static int ec2_write_file(const char *path, const char *data, size_t len,
 }
 
 /* Base64 of the wire bytes into out (NUL-terminated). */
-static int ec2_b64(const unsigned char *in, size_t len, char *out,
-		   size_t outlen)
+static int sshkey_b64(const unsigned char *in, size_t len, char *out,
+		      size_t outlen)
 {
 	if (outlen < 4 * ((len + 2) / 3) + 1 || len > 0x3fffffff)
 		return -1;
@@ -86,19 +86,18 @@ static int ec2_b64(const unsigned char *in, size_t len, char *out,
 	return 0;
 }
 
-int ec2_keys_base64(const void *in, size_t len, char *out, size_t outlen)
+int sshkey_base64(const void *in, size_t len, char *out, size_t outlen)
 {
-	return ec2_b64(in, len, out, outlen);
+	return sshkey_b64(in, len, out, outlen);
 }
 
-int ec2_keys_generate(const char *path, const char *comment, char *err,
-		      size_t errlen)
+int sshkey_make(const char *comment, char **pem_out, size_t *pem_len,
+		char *line, size_t linelen, char *err, size_t errlen)
 {
 	unsigned char pub[32], priv[32];
 	size_t publen = sizeof(pub), privlen = sizeof(priv);
-	struct ec2_wire blob = {0}, sec = {0}, all = {0};
-	char *b64 = NULL, *pem = NULL, line[EC2_PUBKEY_MAX + 128];
-	char pubpath[4200];
+	struct sshkey_wire blob = {0}, sec = {0}, all = {0};
+	char *b64 = NULL, *pem = NULL;
 	EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
 	uint32_t check;
 	size_t pemlen = 0, b64cap;
@@ -112,38 +111,38 @@ int ec2_keys_generate(const char *path, const char *comment, char *err,
 		goto out;
 	}
 	/* The public key blob. */
-	ec2_wire_str(&blob, EC2_KEY_TYPE);
-	ec2_wire_bytes(&blob, pub, sizeof(pub));
+	sshkey_wire_str(&blob, SSHKEY_TYPE);
+	sshkey_wire_bytes(&blob, pub, sizeof(pub));
 	/* The private section: two equal check words, the key, the comment,
 	 * then padding 1, 2, 3... to a multiple of 8. */
-	ec2_wire_u32(&sec, check);
-	ec2_wire_u32(&sec, check);
-	ec2_wire_str(&sec, EC2_KEY_TYPE);
-	ec2_wire_bytes(&sec, pub, sizeof(pub));
+	sshkey_wire_u32(&sec, check);
+	sshkey_wire_u32(&sec, check);
+	sshkey_wire_str(&sec, SSHKEY_TYPE);
+	sshkey_wire_bytes(&sec, pub, sizeof(pub));
 	{
 		unsigned char both[64];
 
 		memcpy(both, priv, 32);
 		memcpy(both + 32, pub, 32);
-		ec2_wire_bytes(&sec, both, sizeof(both));
+		sshkey_wire_bytes(&sec, both, sizeof(both));
 		OPENSSL_cleanse(both, sizeof(both));
 	}
-	ec2_wire_str(&sec, comment);
+	sshkey_wire_str(&sec, comment);
 	for (unsigned char pad = 1; sec.n % 8; pad++)
 		sec.b[sec.n++] = pad;
 	/* The container. */
 	memcpy(all.b, "openssh-key-v1", 15);
 	all.n = 15;
-	ec2_wire_str(&all, "none");
-	ec2_wire_str(&all, "none");
-	ec2_wire_str(&all, "");
-	ec2_wire_u32(&all, 1);
-	ec2_wire_bytes(&all, blob.b, blob.n);
-	ec2_wire_bytes(&all, sec.b, sec.n);
+	sshkey_wire_str(&all, "none");
+	sshkey_wire_str(&all, "none");
+	sshkey_wire_str(&all, "");
+	sshkey_wire_u32(&all, 1);
+	sshkey_wire_bytes(&all, blob.b, blob.n);
+	sshkey_wire_bytes(&all, sec.b, sec.n);
 	b64cap = 4 * ((all.n + 2) / 3) + 1;
 	b64 = malloc(b64cap);
 	pem = malloc(b64cap + b64cap / 70 + 128);
-	if (!b64 || !pem || ec2_b64(all.b, all.n, b64, b64cap)) {
+	if (!b64 || !pem || sshkey_b64(all.b, all.n, b64, b64cap)) {
 		snprintf(err, errlen, "out of memory");
 		rc = -ENOMEM;
 		goto out;
@@ -153,17 +152,22 @@ int ec2_keys_generate(const char *path, const char *comment, char *err,
 		pemlen += (size_t)sprintf(pem + pemlen, "%.70s\n", b64 + i);
 	pemlen += (size_t)sprintf(pem + pemlen,
 				  "-----END OPENSSH PRIVATE KEY-----\n");
-	rc = ec2_write_file(path, pem, pemlen, err, errlen);
-	if (rc)
-		goto out;
-	memcpy(b64, EC2_KEY_TYPE " ", 12);
-	if (ec2_b64(blob.b, blob.n, b64 + 12, b64cap - 12)) {
+	memcpy(b64, SSHKEY_TYPE " ", 12);
+	if (sshkey_b64(blob.b, blob.n, b64 + 12, b64cap - 12)) {
+		snprintf(err, errlen, "out of memory");
 		rc = -ENOMEM;
 		goto out;
 	}
-	snprintf(line, sizeof(line), "%s %s\n", b64, comment);
-	snprintf(pubpath, sizeof(pubpath), "%s.pub", path);
-	rc = ec2_write_file(pubpath, line, strlen(line), err, errlen);
+	if ((size_t)snprintf(line, linelen, "%s %s\n", b64, comment) >=
+	    linelen) {
+		snprintf(err, errlen, "the key's comment is too long");
+		rc = -ENAMETOOLONG;
+		goto out;
+	}
+	*pem_out = pem;
+	*pem_len = pemlen;
+	pem = NULL;
+	rc = 0;
 out:
 	OPENSSL_cleanse(priv, sizeof(priv));
 	OPENSSL_cleanse(&sec, sizeof(sec));
@@ -180,8 +184,27 @@ out:
 	return rc;
 }
 
-int ec2_keys_public(const char *path, char *pub, size_t publen, char *err,
+int sshkey_generate(const char *path, const char *comment, char *err,
 		    size_t errlen)
+{
+	char line[SSHKEY_PUBKEY_MAX + 128], pubpath[4200], *pem = NULL;
+	size_t pemlen = 0;
+	int rc = sshkey_make(comment, &pem, &pemlen, line, sizeof(line), err,
+			     errlen);
+
+	if (rc)
+		return rc;
+	rc = sshkey_write_file(path, pem, pemlen, err, errlen);
+	OPENSSL_cleanse(pem, pemlen);
+	free(pem);
+	if (rc)
+		return rc;
+	snprintf(pubpath, sizeof(pubpath), "%s.pub", path);
+	return sshkey_write_file(pubpath, line, strlen(line), err, errlen);
+}
+
+int sshkey_public(const char *path, char *pub, size_t publen, char *err,
+		  size_t errlen)
 {
 	char pubpath[4200];
 	ssize_t n;
@@ -199,7 +222,7 @@ int ec2_keys_public(const char *path, char *pub, size_t publen, char *err,
 	}
 	n = read(fd, pub, publen - 1);
 	close(fd);
-	if (n <= 0 || strncmp(pub, EC2_KEY_TYPE " ", 12) != 0) {
+	if (n <= 0 || strncmp(pub, SSHKEY_TYPE " ", 12) != 0) {
 		snprintf(err, errlen, "%s is not an ed25519 public key",
 			 pubpath);
 		return -EINVAL;

@@ -1,0 +1,282 @@
+/* MPI on clusters: preparing the nodes of a cluster for commands that span
+ * them (the hostfile on every node; for MPI clusters the key and host keys
+ * mpirun needs), and mpiexec, Open MPI's mpirun run from the launch node
+ * with the cluster's hostfile, its outputs kept for mpi_stdout/mpi_stderr. */
+#include "lifecycle/cluster_priv.h"
+#include "lifecycle/store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static atomic_uint cluster_mpi_seq;
+
+bool cluster_is_mpi(const struct cluster *c)
+{
+	return strcmp(c->cluster_type, "PeerWorkersMPI") == 0 ||
+	       strcmp(c->cluster_type, "ManagerWorkers") == 0;
+}
+
+int cluster_prepare(struct model *m, struct cluster *c, char *err,
+		    size_t errlen)
+{
+	char handle[CONTRACT_NAME_MAX + 1];
+	struct cluster_text t = {0};
+	struct provider_node *v;
+	struct provider *p = NULL;
+	size_t n = 0;
+	bool mpi = cluster_is_mpi(c);
+	int rc;
+
+	for (size_t i = 0; i < c->nnodes && !p; i++)
+		p = cluster_provider(m, &c->nodes[i]);
+	if (!p || !p->ops->prepare)
+		return 0; /* its nodes read the daemon's own files */
+	v = calloc(c->nnodes ? c->nnodes : 1, sizeof(*v));
+	if (!v) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < c->nnodes; i++)
+		if (strcmp(c->nodes[i].state, "terminated") != 0 &&
+		    *c->nodes[i].pn.instance_id)
+			v[n++] = c->nodes[i].pn;
+	cluster_hostfile(c, &t);
+	snprintf(handle, sizeof(handle), "%s", c->handle);
+	pthread_mutex_unlock(&m->lock);
+	rc = p->ops->prepare(p, v, n, t.buf ? t.buf : "", mpi, err, errlen);
+	pthread_mutex_lock(&m->lock);
+	free(t.buf);
+	free(v);
+	return rc;
+}
+
+/* Single-quote s for sh into out; -1 when out is too short. */
+static int cluster_mpi_quote(const char *s, char *out, size_t len)
+{
+	size_t o = 0;
+
+	if (len < 3)
+		return -1;
+	out[o++] = '\'';
+	for (; *s; s++) {
+		if (*s == '\'') {
+			if (o + 5 >= len)
+				return -1;
+			memcpy(out + o, "'\\''", 4);
+			o += 4;
+		} else {
+			if (o + 2 >= len)
+				return -1;
+			out[o++] = *s;
+		}
+	}
+	out[o++] = '\'';
+	out[o] = '\0';
+	return 0;
+}
+
+/* The command the launch node runs: mpirun with the cluster's hostfile
+ * and every slot, config/directory and config/mpiflags applied. */
+static char *cluster_mpi_command(const struct cluster *c, const char *line,
+				 const char *directory, const char *mpiflags)
+{
+	char qdir[2 * PATH_MAX + 8] = "";
+	size_t cap = strlen(line) + strlen(mpiflags) + sizeof(qdir) + 256;
+	char *s = malloc(cap);
+	long total = (long)c->process_count * c->node_count;
+
+	if (!s)
+		return NULL;
+	if (*directory && cluster_mpi_quote(directory, qdir, sizeof(qdir))) {
+		free(s);
+		return NULL;
+	}
+	/* With a directory, every rank starts there (--wdir), on every node;
+	 * without, Open MPI starts them where mpirun runs, or in the home
+	 * directory of a node that has no such directory. */
+	snprintf(s, cap,
+		 "%s%s%sexec mpirun --hostfile \"$CCLFS_HOSTFILE\" -np %ld%s "
+		 "%s%s%s",
+		 *qdir ? "cd " : "", qdir, *qdir ? " || exit 1; " : "", total,
+		 *qdir ? " --wdir \"$PWD\"" : "", mpiflags,
+		 *mpiflags ? " " : "", line);
+	return s;
+}
+
+/* The node mpirun runs on: the manager, else node 0. */
+static struct cluster_node *cluster_mpi_launcher(struct cluster *c)
+{
+	for (size_t i = 0; i < c->nnodes; i++)
+		if (c->nodes[i].pn.rank < 0)
+			return &c->nodes[i];
+	for (size_t i = 0; i < c->nnodes; i++)
+		if (c->nodes[i].pn.rank == 0)
+			return &c->nodes[i];
+	return NULL;
+}
+
+int model_mpiexec(struct model *m, const char *handle, const char *command,
+		  size_t len, int (*cancelled)(void *), void *cancel_ctx,
+		  int *out_fd)
+{
+	char dir[PATH_MAX], why[2 * MODEL_ERR_MAX], err[MODEL_ERR_MAX] = "";
+	char out[PATH_MAX + 64], errp[PATH_MAX + 64], final[PATH_MAX + 64];
+	char env[4][PATH_MAX + 64], q[96], node[16];
+	const char *envp[5];
+	unsigned seq = atomic_fetch_add(&cluster_mpi_seq, 1);
+	struct provider_run run = {.exit_status = -1};
+	struct cluster_node *launch;
+	struct provider_node pn;
+	struct provider *p;
+	struct cluster *c;
+	char *line, *cmd;
+	int rc;
+
+	if (out_fd)
+		*out_fd = -1;
+	while (len && (command[len - 1] == '\n' || command[len - 1] == ' ' ||
+		       command[len - 1] == '\t' || command[len - 1] == '\r'))
+		len--;
+	while (len && (*command == ' ' || *command == '\t'))
+		command++, len--;
+	line = strndup(command, len);
+	if (!line)
+		return -ENOMEM;
+	snprintf(q, sizeof(q), "\"%.60s%s\"", line, len > 60 ? "..." : "");
+	for (char *s = q; *s; s++)
+		if (*s == '\n')
+			*s = ';';
+	pthread_mutex_lock(&m->lock);
+	c = cluster_find(m, handle);
+	if (!c) {
+		pthread_mutex_unlock(&m->lock);
+		free(line);
+		return -ENOENT;
+	}
+	if (!cluster_is_mpi(c)) {
+		rc = cluster_fail(m, c, "mpiexec", -EBUSY,
+				  "this is a PeerWorkers cluster, which has no "
+				  "MPI; deploy one from a contract whose "
+				  "cluster_type is PeerWorkersMPI or "
+				  "ManagerWorkers, or run the command through "
+				  "exec");
+		goto refused;
+	}
+	if (c->state != CLUSTER_RUNNING) {
+		snprintf(why, sizeof(why),
+			 "the cluster is %s; MPI programs run only on a "
+			 "running cluster",
+			 cluster_state_names[c->state]);
+		rc = cluster_fail(m, c, "mpiexec", -EBUSY, why);
+		goto refused;
+	}
+	if (len == 0 || memchr(line, '\n', len)) {
+		snprintf(why, sizeof(why),
+			 "%s is not one command line; write the program and "
+			 "its arguments on one line, as for mpirun",
+			 len ? q : "\"\"");
+		rc = cluster_fail(m, c, "mpiexec", -EINVAL, why);
+		goto refused;
+	}
+	launch = cluster_mpi_launcher(c);
+	cluster_dir(m, c, dir, sizeof(dir));
+	cmd = cluster_mpi_command(
+		c, line, model_contract_config(m, c->contract, "directory"),
+		model_contract_config(m, c->contract, "mpiflags"));
+	if (!launch || !cmd || !*dir || cluster_mkdirs(dir) ||
+	    cluster_write_hostfile(m, c, dir, seq)) {
+		pthread_mutex_unlock(&m->lock);
+		free(cmd);
+		free(line);
+		return -EIO;
+	}
+	p = cluster_provider(m, launch);
+	pn = launch->pn;
+	snprintf(node, sizeof(node), "%s", launch->name);
+	snprintf(env[0], sizeof(env[0]), "CCLFS_CLUSTER=%s", c->handle);
+	snprintf(env[1], sizeof(env[1]), "CCLFS_NODE=%s",
+		 pn.rank < 0 ? "manager" : launch->name);
+	snprintf(env[2], sizeof(env[2]), "CCLFS_NODE_COUNT=%d", c->node_count);
+	snprintf(env[3], sizeof(env[3]), "CCLFS_HOSTFILE=%s/hostfile", dir);
+	for (int e = 0; e < 4; e++)
+		envp[e] = env[e];
+	envp[4] = NULL;
+	snprintf(out, sizeof(out), "%s/.mpi.%u.stdout", dir, seq);
+	snprintf(errp, sizeof(errp), "%s/.mpi.%u.stderr", dir, seq);
+	pthread_mutex_unlock(&m->lock);
+
+	run.command = cmd;
+	run.stdout_path = out;
+	run.stderr_path = errp;
+	run.env = envp;
+	run.cancelled = cancelled;
+	run.cancel_ctx = cancel_ctx;
+	rc = p ? p->ops->run(p, &pn, &run, err, sizeof(err)) : -ENOSYS;
+	if (!p)
+		snprintf(err, sizeof(err), "no provider for node %s", node);
+	/* Results in place; the caller reads its own output. */
+	if (out_fd)
+		*out_fd = open(out, O_RDONLY | O_CLOEXEC);
+	snprintf(final, sizeof(final), "%s/mpi.stdout", dir);
+	if (rename(out, final) != 0)
+		unlink(out);
+	snprintf(final, sizeof(final), "%s/mpi.stderr", dir);
+	if (rename(errp, final) != 0)
+		unlink(errp);
+
+	pthread_mutex_lock(&m->lock);
+	c = cluster_find(m, handle);
+	if (!c) {
+		pthread_mutex_unlock(&m->lock);
+		free(cmd);
+		free(line);
+		return rc ? rc : 0;
+	}
+	c->mpi_exit_status = rc ? -1 : run.exit_status;
+	c->mpi_ns = model_now();
+	{
+		char serr[MODEL_ERR_MAX];
+
+		cluster_store(m, c, serr, sizeof(serr));
+	}
+	cluster_notify(m, c, "mpiexec");
+	cluster_notify(m, c, "mpi_stdout");
+	cluster_notify(m, c, "mpi_stderr");
+	cluster_notify(m, c, "mpi_exit_status");
+	if (rc == -EINTR) {
+		rc = cluster_fail(m, c, "mpiexec", -EINTR,
+				  "the MPI program was interrupted");
+	} else if (rc) {
+		snprintf(why, sizeof(why), "%s could not be run on node %s: %s",
+			 q, node, err);
+		rc = cluster_fail(m, c, "mpiexec",
+				  rc == -ETIMEDOUT ? -ETIMEDOUT : -EIO, why);
+	} else if (run.exit_status != 0) {
+		snprintf(why, sizeof(why),
+			 "%s exited with status %d%s; see mpi_stderr", q,
+			 run.exit_status,
+			 run.exit_status == 127
+				 ? " (a command was not found: is Open MPI's "
+				   "mpirun installed on the launch node?)"
+				 : "");
+		rc = cluster_fail(m, c, "mpiexec", -EIO, why);
+	} else {
+		cluster_clear_error(m, c);
+	}
+	pthread_mutex_unlock(&m->lock);
+	free(cmd);
+	free(line);
+	return rc;
+
+refused:
+	pthread_mutex_unlock(&m->lock);
+	free(line);
+	return rc;
+}
