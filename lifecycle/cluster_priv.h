@@ -96,8 +96,8 @@ void cluster_printf(struct cluster_text *t, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Write the hostfile commands on the daemon's machine read
  * (CCLFS_HOSTFILE) into dir, whole; seq names the temporary file. */
-int cluster_write_hostfile(struct model *m, struct cluster *c,
-			   const char *dir, unsigned seq);
+int cluster_write_hostfile(struct model *m, struct cluster *c, const char *dir,
+			   unsigned seq);
 /* PeerWorkersMPI and ManagerWorkers: the cluster types with MPI. */
 bool cluster_is_mpi(const struct cluster *c);
 /* Prepare the cluster's nodes for commands that span them, through its

@@ -6,9 +6,9 @@
  * act on every instance of the cluster in one call. */
 #include "providers/ec2.h"
 
-#include "providers/sshkey.h"
 #include "providers/ec2_xml.h"
 #include "providers/remote.h"
+#include "providers/sshkey.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -465,7 +465,8 @@ out:
 static int ec2_key_pair(struct ec2_client *c, const struct ec2_names *nm,
 			char *err, size_t errlen)
 {
-	char pub[SSHKEY_PUBKEY_MAX], b64[2 * SSHKEY_PUBKEY_MAX], code[EC2_CODE_MAX];
+	char pub[SSHKEY_PUBKEY_MAX], b64[2 * SSHKEY_PUBKEY_MAX],
+		code[EC2_CODE_MAX];
 	struct ec2_query q;
 	int rc;
 
@@ -476,7 +477,7 @@ static int ec2_key_pair(struct ec2_client *c, const struct ec2_names *nm,
 		rc = sshkey_generate(nm->keypath, nm->tag, err, errlen);
 		if (rc == 0)
 			rc = sshkey_public(nm->keypath, pub, sizeof(pub), err,
-					     errlen);
+					   errlen);
 	}
 	if (rc)
 		return rc;

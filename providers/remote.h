@@ -29,9 +29,10 @@ void remote_free(struct remote *r);
  * -errno with err naming the first node that failed. */
 int remote_mkdirs(struct remote *r, const struct provider_node *nodes, size_t n,
 		  char *err, size_t errlen);
-/* The prepare op of a provider whose `remote` is set: the cluster's hostfile on every node, and with
- * mpi a fresh key of the cluster's (authorized on every node, its private
- * half beside the hostfile) and the host keys the connections verified. */
+/* The prepare op of a provider whose `remote` is set: the cluster's hostfile on
+ * every node, and with mpi a fresh key of the cluster's (authorized on every
+ * node, its private half beside the hostfile) and the host keys the connections
+ * verified. */
 int remote_prepare(struct provider *p, const struct provider_node *nodes,
 		   size_t n, const char *hostfile, int mpi, char *err,
 		   size_t errlen);

@@ -163,6 +163,9 @@ nothing_left() {
 		grep -q "^$addr " clusters/t1/hostfile
 		! grep -q "^${before[n]} " clusters/t1/hostfile
 	done
+	# The nodes' own copy of the hostfile follows too.
+	echo 'cat "$CCLFS_HOSTFILE"' >clusters/t1/nodes/2/exec
+	[ "$(cat clusters/t1/nodes/2/stdout)" = "$(cat clusters/t1/hostfile)" ]
 
 	echo terminated >clusters/t1/state
 	wait_state t1 terminated
@@ -198,6 +201,41 @@ nothing_left() {
 	[[ $output != *cclfs* ]]
 	echo terminated >clusters/m1/state
 	wait_state m1 terminated
+	nothing_left
+}
+
+# From node 0 of cluster $1, the cluster's ssh (what mpirun starts its
+# daemons with) reaches each other node at its address now.
+mpi_reach_all() {
+	local n addr
+	for n in "${@:2}"; do
+		addr=$(sed -n 's/^address: //p' "clusters/$1/nodes/$n/status")
+		echo "\$OMPI_MCA_plm_rsh_agent $addr 'echo \$SSH_CONNECTION'" >"clusters/$1/nodes/0/exec"
+		[ "$(cut -d' ' -f3 "clusters/$1/nodes/0/stdout")" = "$addr" ]
+	done
+}
+
+@test "PeerWorkersMPI on ec2: node 0 reaches every node with the cluster's key, also after resume" {
+	ec2_setup
+	ec2_mount
+	contract pm 3 PeerWorkersMPI
+	echo pm >contracts/pm/deploy
+	wait_state pm running
+	# Each instance's own home authorizes the cluster's key, once.
+	for h in "$FAKE"/testhosts/host*/; do
+		[ "$(grep -c ' cclfs:pm:' "$h/home/.ssh/authorized_keys")" = 1 ]
+	done
+	[ "$(ls -d "$FAKE"/testhosts/host*/ | wc -l)" = 3 ]
+	mpi_reach_all pm 1 2
+	# Resumed instances have new addresses: the host keys mpirun's ssh
+	# checks follow them (strict checking, no prompt).
+	echo interrupted >clusters/pm/state
+	wait_state pm interrupted
+	echo resumed >clusters/pm/state
+	wait_state pm running
+	mpi_reach_all pm 1 2
+	echo terminated >clusters/pm/state
+	wait_state pm terminated
 	nothing_left
 }
 

@@ -50,6 +50,32 @@ cclfs_wait_mounted() {
 	return 1
 }
 
+# A test with the namespace network of tests/sshd/testhosts.bash (sourced
+# by the suite): NWORKERS workers behind a manager, in NETDIR, its
+# addresses loaded (testnet.env); skipped where namespaces are not allowed.
+# The suite's teardown runs testnet_stop "$NETDIR".
+cclfs_netns_setup() {
+	if ! testnet_supported 2>/dev/null; then
+		skip "network namespaces are not available here"
+	fi
+	cclfs_setup --no-mount
+	NETDIR=$TESTDIR/net
+	testnet_start "$NETDIR" "$1"
+	source "$NETDIR/testnet.env"
+}
+
+# Mount with the daemon inside network namespace $1 (only the network: its
+# mount stays visible here); extra arguments go to cclfs.
+cclfs_mount_in_netns() {
+	local ns=$1
+	shift
+	nsenter --net="/run/netns/$ns" "$CCLFS_BIN" "$MNT" -f \
+		-o statedir="$STATE" "$@" >>"$TESTDIR/daemon.log" 2>&1 3>&- &
+	CCLFS_PID=$!
+	CCLFS_PIDS+=("$CCLFS_PID")
+	cclfs_wait_mounted "$CCLFS_PID"
+}
+
 cclfs_is_mounted() {
 	grep -qs " $MNT fuse.cclfs " /proc/self/mounts
 }

@@ -407,13 +407,7 @@ os.write(fd, b'sleep 40\\n')" 2>"$TESTDIR/w.err" &
 }
 
 @test "ManagerWorkers: workers are reached only through the manager" {
-	if ! testnet_supported 2>/dev/null; then
-		skip "network namespaces are not available here"
-	fi
-	cclfs_setup --no-mount
-	NETDIR=$TESTDIR/net
-	testnet_start "$NETDIR" 3
-	source "$NETDIR/testnet.env"
+	cclfs_netns_setup 3
 	{
 		echo '[hosts]'
 		echo 'user = "root"'
@@ -429,12 +423,7 @@ os.write(fd, b'sleep 40\\n')" 2>"$TESTDIR/w.err" &
 		done
 	} >"$TESTDIR/cclfs.conf"
 	# The daemon lives in the client namespace; its mount is visible here.
-	nsenter --net="/run/netns/$TESTNET_CLIENT_NS" "$CCLFS_BIN" "$MNT" -f \
-		-o statedir="$STATE",config="$TESTDIR/cclfs.conf" \
-		>>"$TESTDIR/daemon.log" 2>&1 3>&- &
-	CCLFS_PID=$!
-	CCLFS_PIDS+=("$CCLFS_PID")
-	cclfs_wait_mounted "$CCLFS_PID"
+	cclfs_mount_in_netns "$TESTNET_CLIENT_NS" -o config="$TESTDIR/cclfs.conf"
 	cd "$MNT"
 	mkdir contracts/mw
 	echo ManagerWorkers >contracts/mw/cluster_type

@@ -50,6 +50,10 @@
 #
 # Remote commands run `bash -c` as root; sshd sets SHLVL=1, so bash does not
 # read ~/.bashrc (Debian's bash does for commands run by sshd otherwise).
+# Each host has a home of its own, HOSTDIR/home (sshd sets HOME there; the
+# login directory stays root's): the keys a command adds to
+# ~/.ssh/authorized_keys there are accepted by that host only.
+# TESTHOSTS_SETENV adds NAME=VALUE words to the sessions' environment.
 #
 # Delayed ACKs: on loopback, sshd's small writes meet the peer's delayed ACK
 # (Nagle) twice per login, adding about 80 ms to each new connection (measured
@@ -72,6 +76,8 @@
 TESTHOSTS_SSHD=${TESTHOSTS_SSHD:-/usr/sbin/sshd}
 TESTHOSTS_TIMEOUT=${TESTHOSTS_TIMEOUT:-10} # seconds to wait for a daemon
 TESTHOSTS_NET=${TESTHOSTS_NET:-127.0.1} # host k listens on TESTHOSTS_NET.k
+# More NAME=VALUE words for the environment of the hosts' sessions.
+TESTHOSTS_SETENV=${TESTHOSTS_SETENV-}
 # The key exchanges the hosts offer: OpenSSH's defaults without the
 # post-quantum sntrup761x25519 hybrid, which makes each new `ssh` connection
 # about 60 ms slower here (libssh2 does not offer it anyway). Empty: sshd's
@@ -202,6 +208,10 @@ _testhosts_host_files() { # absdir hostdir listen
 	# The shared keys, then the host's own when it has a file of them.
 	keyfiles="\"$d/authorized_keys\""
 	[ ! -f "$h/authorized_keys" ] || keyfiles+=" \"$h/authorized_keys\""
+	# Its own home (HOME), as a machine of its own: what a command puts in
+	# ~/.ssh/authorized_keys there, this host accepts.
+	mkdir -p "$h/home" || return 1
+	keyfiles+=" \"$h/home/.ssh/authorized_keys\""
 	if [ ! -f "$h/ssh_host_ed25519_key" ] || [ ! -f "$h/ssh_host_ed25519_key.pub" ]; then
 		rm -f "$h/ssh_host_ed25519_key" "$h/ssh_host_ed25519_key.pub"
 		ssh-keygen -q -t ed25519 -N '' -C "${h##*/}" -f "$h/ssh_host_ed25519_key" </dev/null ||
@@ -219,7 +229,7 @@ _testhosts_host_files() { # absdir hostdir listen
 		KbdInteractiveAuthentication no
 		StrictModes no
 		PermitUserRC no
-		SetEnv SHLVL=1
+		SetEnv SHLVL=1 HOME=$h/home $TESTHOSTS_SETENV
 		PrintMotd no
 		PrintLastLog no
 		LogLevel ERROR

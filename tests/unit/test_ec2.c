@@ -3,9 +3,9 @@
  * settings search (environment and profile files), and key pairs. */
 #include "check.h"
 #include "providers/aws_config.h"
-#include "providers/sshkey.h"
 #include "providers/ec2_query.h"
 #include "providers/ec2_xml.h"
+#include "providers/sshkey.h"
 
 #include <errno.h>
 #include <stdio.h>
