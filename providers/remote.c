@@ -545,7 +545,7 @@ static int remote_command(const struct provider_node *pn,
 	/* The hostfile is the copy on the node (remote_prepare), and
 	 * mpirun starts its daemons with the cluster's ssh when it has one. */
 	o += (size_t)snprintf(s + o, cap - o,
-			      "cd %s || exit 127; c=$(cd .. && pwd -P); "
+			      "cd %s || exit 127; c=${PWD%%/*}; "
 			      "[ -x \"$c/mpi/ssh\" ] && export "
 			      "OMPI_MCA_plm_rsh_agent=\"$c/mpi/ssh\"; "
 			      "export CCLFS_HOSTFILE=\"$c/hostfile\" %s %s",
