@@ -121,13 +121,13 @@ measure() {
 	shift 3
 	: >"$DIR/a" && : >"$DIR/b"
 	echo "$DIR/trivial" >"$MNT/clusters/$h/mpiexec"
-	"$@" >/dev/null
+	"$@" >/dev/null 2>>"$DIR/by_hand.stderr"
 	for ((i = 0; i < REPS; i++)); do
 		t0=$(now_us)
 		echo "$DIR/trivial" >"$MNT/clusters/$h/mpiexec"
 		echo $((($(now_us) - t0) / 1000)) >>"$DIR/a"
 		t0=$(now_us)
-		"$@" >/dev/null
+		"$@" >/dev/null 2>>"$DIR/by_hand.stderr"
 		echo $((($(now_us) - t0) / 1000)) >>"$DIR/b"
 	done
 	local a b
