@@ -287,3 +287,27 @@ three_nodes_jobs() {
 	done
 	! grep -q ' cclfs:mw:' "$NETDIR/netns/manager/home/.ssh/authorized_keys"
 }
+
+@test "a state database of schema 4 gains the mpiexec results when mounted" {
+	cclfs_setup
+	cd "$MNT"
+	deploy_local s PeerWorkersMPI 2 1
+	cd "$TESTDIR"
+	cclfs_unmount
+	# What cclfs before MPI wrote: no mpi columns, schema 4.
+	python3 - "$STATE/state.db" <<-'PY'
+		import sqlite3, sys
+		db = sqlite3.connect(sys.argv[1])
+		db.execute("ALTER TABLE clusters DROP COLUMN mpi_exit_status")
+		db.execute("ALTER TABLE clusters DROP COLUMN mpi_ns")
+		db.execute("UPDATE meta SET value = '4' WHERE key = 'schema'")
+		db.commit()
+	PY
+	cclfs_mount
+	cd "$MNT"
+	[ "$(cat clusters/s/state)" = running ]
+	[ "$(cat clusters/s/mpi_exit_status)" = "" ]
+	echo "$MPIBIN/ranksum" >clusters/s/mpiexec
+	[ "$(cat clusters/s/mpi_exit_status)" = 0 ]
+	[ "$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT value FROM meta WHERE key = '"'schema'"'").fetchone()[0])' "$STATE/state.db")" = 5 ]
+}
