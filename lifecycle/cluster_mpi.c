@@ -4,6 +4,7 @@
  * with the cluster's hostfile, its outputs kept for mpi_stdout/mpi_stderr. */
 #include "lifecycle/cluster_priv.h"
 #include "lifecycle/store.h"
+#include "providers/ssh.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -57,31 +58,6 @@ int cluster_prepare(struct model *m, struct cluster *c, char *err,
 	return rc;
 }
 
-/* Single-quote s for sh into out; -1 when out is too short. */
-static int cluster_mpi_quote(const char *s, char *out, size_t len)
-{
-	size_t o = 0;
-
-	if (len < 3)
-		return -1;
-	out[o++] = '\'';
-	for (; *s; s++) {
-		if (*s == '\'') {
-			if (o + 5 >= len)
-				return -1;
-			memcpy(out + o, "'\\''", 4);
-			o += 4;
-		} else {
-			if (o + 2 >= len)
-				return -1;
-			out[o++] = *s;
-		}
-	}
-	out[o++] = '\'';
-	out[o] = '\0';
-	return 0;
-}
-
 /* The command the launch node runs: mpirun with the cluster's hostfile
  * and every slot, config/directory and config/mpiflags applied. */
 static char *cluster_mpi_command(const struct cluster *c, const char *line,
@@ -94,7 +70,7 @@ static char *cluster_mpi_command(const struct cluster *c, const char *line,
 
 	if (!s)
 		return NULL;
-	if (*directory && cluster_mpi_quote(directory, qdir, sizeof(qdir))) {
+	if (*directory && ssh_quote(directory, qdir, sizeof(qdir))) {
 		free(s);
 		return NULL;
 	}
@@ -192,10 +168,13 @@ int model_mpiexec(struct model *m, const char *handle, const char *command,
 		model_contract_config(m, c->contract, "mpiflags"));
 	if (!launch || !cmd || !*dir || cluster_mkdirs(dir) ||
 	    cluster_write_hostfile(m, c, dir, seq)) {
-		pthread_mutex_unlock(&m->lock);
+		rc = cluster_fail(m, c, "mpiexec", -EIO,
+				  !cmd ? "the command line could not be made "
+					 "(config/directory too long?)"
+				       : "the job's output files could not be "
+					 "made in the state directory");
 		free(cmd);
-		free(line);
-		return -EIO;
+		goto refused;
 	}
 	p = cluster_provider(m, launch);
 	pn = launch->pn;
