@@ -26,11 +26,26 @@
 #                clusters deployed from those contracts, VmRSS and VmHWM
 #                once every one is `running`, and again after all are
 #                terminated and removed.
+#   concurrent   a fresh daemon (new state directory) whose cclfs.conf
+#                points [ec2] at the fake EC2 endpoint of tests/fakeec2
+#                (python3 tests/fakeec2/fake_ec2.py, started and stopped
+#                by this script); 100 clusters of 4 local nodes deployed
+#                at once (100 writes to deploy back to back, then the time
+#                until every one reads `running`), R runs alone and R runs
+#                while one 4-node ec2 deploy on the same mount is stuck
+#                waiting for SSH (the fake's ssh_silent setting: its
+#                instances accept on port 22 and never answer), interleaved
+#                (which goes first alternates); the ratio of the medians.
+#                The ec2 cluster is deployed before each stuck run, waited
+#                for until its instances run in the fake, and terminated and
+#                removed after it; between runs the local clusters are
+#                terminated and removed.
 #
 # Targets (from the issue): 256 nodes deploy in under 2 s (median); exec
 # fan-out within 2x of the bash loop; RSS under 64 MiB with 100 clusters of
-# 16 nodes. Results go to bench/results/lifecycle.txt and
-# bench/results/lifecycle.csv (overwritten).
+# 16 nodes; deploying many clusters at once while an ec2 deploy is stuck
+# takes at most 1.2x as long as without it. Results go to
+# bench/results/lifecycle.txt and bench/results/lifecycle.csv (overwritten).
 #
 # A missed target is reported, not fatal: the exit status is non-zero only
 # when the benchmark itself could not run (build missing, mount failed, a
@@ -48,6 +63,12 @@ EXEC_RUNS=31
 RSS_CLUSTERS=100
 RSS_NODES=16
 RSS_CONTRACTS=4
+CONC_CLUSTERS=100
+CONC_NODES=4
+CONC_RUNS=5
+STUCK_NODES=4
+STUCK_TIMEOUT=60 # [ec2] boot_timeout of the stuck deploy, seconds
+FAKE_NET=127.0.6 # the /24 of the fake EC2's instances
 POLL_MS=5
 TIMEOUT=120 # seconds to wait for any one transition
 
@@ -56,17 +77,21 @@ TARGET_DEPLOY_NODES=256
 TARGET_DEPLOY_MS=2000
 TARGET_EXEC_RATIO=2
 TARGET_RSS_KB=65536 # 64 MiB
+TARGET_CONC_RATIO=1.2
 
 usage() {
 	cat <<EOF
 usage: bench/lifecycle.sh [--sizes "N ..."] [--deploy-runs R] [--exec-nodes N]
                           [--exec-runs R] [--rss-clusters N] [--rss-nodes N]
-                          [--rss-contracts N] [--poll-ms MS] [--bin PATH]
-                          [--out DIR]
+                          [--rss-contracts N] [--concurrent-clusters N]
+                          [--concurrent-nodes N] [--concurrent-runs R]
+                          [--stuck-timeout S] [--fake-net A.B.C]
+                          [--poll-ms MS] [--bin PATH] [--out DIR]
 
 Time deploying clusters of the local provider, exec on every node of a
-cluster against a bash loop, and measure the daemon's memory with many
-clusters, all through a cclfs mount.
+cluster against a bash loop, measure the daemon's memory with many
+clusters, and time many deploys at once with and without an ec2 deploy
+stuck in the fake EC2 endpoint, all through a cclfs mount.
 
   --sizes "N ..."     node counts whose deploy is timed (default "$SIZES";
                       the target applies to $TARGET_DEPLOY_NODES)
@@ -80,6 +105,18 @@ clusters, all through a cclfs mount.
                       (default $RSS_CLUSTERS)
   --rss-nodes N       nodes per cluster there (default $RSS_NODES)
   --rss-contracts N   contracts they are deployed from (default $RSS_CONTRACTS)
+  --concurrent-clusters N
+                      clusters deployed at once (default $CONC_CLUSTERS)
+  --concurrent-nodes N
+                      local nodes per cluster there (default $CONC_NODES)
+  --concurrent-runs R timed runs alone and with a stuck ec2 deploy each;
+                      the medians are reported (default $CONC_RUNS; 0 skips
+                      the measurement and the fake EC2)
+  --stuck-timeout S   [ec2] boot_timeout of the stuck deploy, in seconds
+                      (default $STUCK_TIMEOUT): an engine that makes the
+                      local deploys wait for it shows about that long
+  --fake-net A.B.C    the /24 of 127/8 the fake's instances listen on
+                      (default $FAKE_NET; port 22, so root is needed)
   --poll-ms MS        wait between two reads of a state file (default $POLL_MS)
   --bin PATH          the cclfs binary (default build/cclfs of this repository)
   --out DIR           where lifecycle.txt and lifecycle.csv go
@@ -99,7 +136,9 @@ posint() { # option value
 while [ $# -gt 0 ]; do
 	case $1 in
 	--sizes | --deploy-runs | --exec-nodes | --exec-runs | --rss-clusters | \
-		--rss-nodes | --rss-contracts | --poll-ms | --bin | --out)
+		--rss-nodes | --rss-contracts | --concurrent-clusters | \
+		--concurrent-nodes | --concurrent-runs | --stuck-timeout | --fake-net | \
+		--poll-ms | --bin | --out)
 		[ $# -ge 2 ] || die "$1 needs a value"
 		set -- "$1=$2" "${@:3}"
 		;;
@@ -110,6 +149,11 @@ while [ $# -gt 0 ]; do
 	--rss-clusters=*) RSS_CLUSTERS=${1#*=}; shift ;;
 	--rss-nodes=*) RSS_NODES=${1#*=}; shift ;;
 	--rss-contracts=*) RSS_CONTRACTS=${1#*=}; shift ;;
+	--concurrent-clusters=*) CONC_CLUSTERS=${1#*=}; shift ;;
+	--concurrent-nodes=*) CONC_NODES=${1#*=}; shift ;;
+	--concurrent-runs=*) CONC_RUNS=${1#*=}; shift ;;
+	--stuck-timeout=*) STUCK_TIMEOUT=${1#*=}; shift ;;
+	--fake-net=*) FAKE_NET=${1#*=}; shift ;;
 	--poll-ms=*) POLL_MS=${1#*=}; shift ;;
 	--bin=*) BIN=${1#*=}; shift ;;
 	--out=*) OUT=${1#*=}; shift ;;
@@ -127,6 +171,11 @@ posint --exec-runs "$EXEC_RUNS"
 posint --rss-clusters "$RSS_CLUSTERS"
 posint --rss-nodes "$RSS_NODES"
 posint --rss-contracts "$RSS_CONTRACTS"
+posint --concurrent-clusters "$CONC_CLUSTERS"
+posint --concurrent-nodes "$CONC_NODES"
+[[ $CONC_RUNS =~ ^[0-9]+$ ]] || die "--concurrent-runs: not a number: $CONC_RUNS"
+posint --stuck-timeout "$STUCK_TIMEOUT"
+[[ $FAKE_NET =~ ^127\.[0-9]{1,3}\.[0-9]{1,3}$ ]] || die "--fake-net: not a /24 of 127/8: $FAKE_NET"
 posint --poll-ms "$POLL_MS"
 [ "$RSS_CONTRACTS" -le "$RSS_CLUSTERS" ] || die "--rss-contracts: more contracts than clusters"
 [ -x "$BIN" ] || die "$BIN: no such executable (build first: cmake -S $REPO -B $REPO/build && cmake --build $REPO/build)"
@@ -134,6 +183,13 @@ BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
 for tool in fusermount3 mkfifo seq sh sort awk findmnt; do
 	command -v "$tool" >/dev/null || die "$tool not found"
 done
+FAKE_PY=$REPO/tests/fakeec2/fake_ec2.py
+if [ "$CONC_RUNS" -gt 0 ]; then
+	command -v python3 >/dev/null || die "python3 not found (the fake EC2 endpoint needs it)"
+	[ -f "$FAKE_PY" ] || die "$FAKE_PY not found"
+	# shellcheck source=tests/sshd/testhosts.bash
+	source "$REPO/tests/sshd/testhosts.bash"
+fi
 [ -n "${EPOCHREALTIME:-}" ] || die "bash 5 or later is needed (EPOCHREALTIME)"
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -145,6 +201,8 @@ WORK=
 MNT=
 CCLFS_PID=
 CCLFS_PIDS=()
+FAKE=
+FAKE_PID=
 
 cclfs_mounted() {
 	grep -qs " $MNT fuse.cclfs " /proc/self/mounts
@@ -166,6 +224,15 @@ cleanup() {
 		kill -9 "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 	done
+	# The fake EC2 endpoint closes its listeners and stops its hosts on
+	# SIGTERM; whatever it could not stop, testhosts_stop does.
+	if [ -n "$FAKE_PID" ]; then
+		kill "$FAKE_PID" 2>/dev/null || true
+		wait "$FAKE_PID" 2>/dev/null || true
+	fi
+	if [ -n "$FAKE" ] && [ -d "$FAKE/testhosts" ]; then
+		testhosts_stop "$FAKE/testhosts" || true
+	fi
 	# --one-file-system: never recurse into a mount that is still there
 	# (rm in a cclfs mount resets values). The nodes' working directories
 	# are under the state directories; `true` leaves no process behind.
@@ -193,12 +260,12 @@ tick() {
 	read -r -t "$POLL_S" -u "$TICK" _ || true
 }
 
-cclfs_mount() { # statedir
+cclfs_mount() { # statedir [more cclfs options]
 	local i
 	# HOME, cwd and the environment carry no stray cclfs.conf; exec keeps
 	# the background job's pid the daemon's.
 	(cd "$WORK" && exec env -u CCLFS_CONFIG -u XDG_STATE_HOME HOME="$WORK/home" \
-		"$BIN" "$MNT" -f -o statedir="$1") >>"$LOG" 2>&1 3>&- {TICK}>&- &
+		"$BIN" "$MNT" -f -o statedir="$1" "${@:2}") >>"$LOG" 2>&1 3>&- {TICK}>&- &
 	CCLFS_PID=$!
 	CCLFS_PIDS+=("$CCLFS_PID")
 	for i in $(seq 1 200); do
@@ -416,6 +483,134 @@ kill -0 "$CCLFS_PID" 2>/dev/null || die "the cclfs daemon died during the benchm
 cclfs_unmount
 echo "  RSS: $RSS_CLUSTERS clusters of $RSS_NODES nodes done" >&2
 
+# ---------------------------------------------------------------- concurrent
+
+# The fake EC2 endpoint: started by pid, its instances on FAKE_NET.
+fake_start() {
+	FAKE=$WORK/fake
+	mkdir -p "$FAKE"
+	python3 "$FAKE_PY" --dir "$FAKE" --net "$FAKE_NET" --first 10 \
+		--credentials AKIDBENCHLIFE:bench-lifecycle-secret \
+		>>"$WORK/fake.log" 2>&1 3>&- {TICK}>&- &
+	FAKE_PID=$!
+	for _ in $(seq 1 400); do
+		[ -s "$FAKE/port" ] && break
+		kill -0 "$FAKE_PID" 2>/dev/null || die "the fake EC2 endpoint exited: $(tail -5 "$WORK/fake.log")"
+		sleep 0.05
+	done
+	[ -s "$FAKE/port" ] || die "the fake EC2 endpoint did not start within 20 s"
+	FAKE_URL=http://127.0.0.1:$(cat "$FAKE/port")
+}
+
+# fake_py 'PYTHON EXPRESSION over s (the fake's state JSON)' prints it;
+# fake_post PATH JSON makes a control request.
+fake_py() {
+	python3 -c '
+import json, sys, urllib.request
+print(eval(sys.argv[2], {"s": json.load(urllib.request.urlopen(sys.argv[1] + "/_fake/state"))}))' \
+		"$FAKE_URL" "$1"
+}
+fake_post() { # path json
+	python3 -c '
+import sys, urllib.request
+urllib.request.urlopen(urllib.request.Request(sys.argv[1], data=sys.argv[2].encode(), method="POST")).read()' \
+		"$FAKE_URL$1" "$2" || die "POST $1 to the fake EC2 endpoint failed"
+}
+
+# Deploy the ec2 cluster $1 and wait until its instances run in the fake
+# (cclfs then waits for SSH that never answers) and it reads deploying.
+stuck_deploy() { # handle
+	local i
+	deploy ec2stuck "$1"
+	for i in $(seq 1 300); do
+		[ "$(fake_py "len([i for i in s['instances'] if i['tags'].get('cclfs:cluster') == '$1' and i['state'] == 'running'])")" = "$STUCK_NODES" ] && break
+		read_state "$1"
+		[ "$STATE_WORD" != failed ] || die "the stuck ec2 deploy $1 failed: $(cluster_error "$1")"
+		sleep 0.1
+	done
+	read_state "$1"
+	[ "$STATE_WORD" = deploying ] || die "the ec2 deploy $1 is '$STATE_WORD', not stuck in deploying"
+	[ "$i" -lt 300 ] || die "the ec2 deploy $1 launched no $STUCK_NODES running instances within 30 s"
+}
+
+# Deploy CONC_CLUSTERS clusters at once; the time from the first write to
+# the read that saw the last one running goes to SAMPLES[concurrent.$1].
+deploy_many() { # key prefix
+	local i h t0 t1 handles=()
+	t0=${EPOCHREALTIME/./}
+	for ((i = 0; i < CONC_CLUSTERS; i++)); do
+		printf -v h '%s%03d' "$2" "$i"
+		deploy conc "$h"
+		handles+=("$h")
+	done
+	for h in "${handles[@]}"; do
+		wait_state "$h" running
+	done
+	t1=${EPOCHREALTIME/./}
+	[ -z "$1" ] || SAMPLES[concurrent.$1]+="$((t1 - t0)) "
+	for h in "${handles[@]}"; do
+		echo terminated >"$MNT/clusters/$h/state" || die "cannot terminate clusters/$h"
+	done
+	for h in "${handles[@]}"; do
+		wait_state "$h" terminated
+		rmdir "$MNT/clusters/$h" || die "rmdir clusters/$h failed"
+	done
+}
+
+run_alone() { # run
+	deploy_many alone "a$1x"
+}
+
+run_stuck() { # run
+	local e=stuck$1
+	stuck_deploy "$e"
+	deploy_many stuck "s$1x"
+	# Still stuck at the end? (An engine whose other jobs waited for it
+	# has seen its boot_timeout end it by then.)
+	read_state "$e"
+	[ "$STATE_WORD" != deploying ] || STUCK_HELD=$((STUCK_HELD + 1))
+	terminate_remove "$e"
+}
+
+STUCK_HELD=0
+if [ "$CONC_RUNS" -gt 0 ]; then
+	fake_start
+	cat >"$WORK/cclfs.conf" <<-EOF
+		[ec2]
+		endpoint_url = "$FAKE_URL"
+		region = "us-east-1"
+		imageid = "ami-0bench"
+		user = "root"
+		poll_interval = "0.05"
+		poll_max = "0.2"
+		boot_timeout = "$STUCK_TIMEOUT"
+	EOF
+	export AWS_ACCESS_KEY_ID=AKIDBENCHLIFE AWS_SECRET_ACCESS_KEY=bench-lifecycle-secret
+	unset AWS_SESSION_TOKEN AWS_PROFILE AWS_REGION AWS_DEFAULT_REGION \
+		AWS_ENDPOINT_URL AWS_ENDPOINT_URL_EC2
+	cclfs_mount "$WORK/state-conc" -o config="$WORK/cclfs.conf"
+	new_contract conc "$CONC_NODES"
+	mkdir "$MNT/contracts/ec2stuck" || die "mkdir contracts/ec2stuck failed"
+	echo ec2 >"$MNT/contracts/ec2stuck/node_provider"
+	echo t3.micro >"$MNT/contracts/ec2stuck/node_machinetype"
+	echo "$STUCK_NODES" >"$MNT/contracts/ec2stuck/node_count"
+	fake_post /_fake/settings '{"ssh_silent": 1}'
+	# Local deploys wait for a stuck one for up to its boot_timeout on an
+	# engine that runs one job at a time: wait that long before dying.
+	SAVED_TIMEOUT=$TIMEOUT
+	[ "$TIMEOUT" -ge $((STUCK_TIMEOUT + 60)) ] || TIMEOUT=$((STUCK_TIMEOUT + 60))
+	deploy_many "" w # untimed round
+	for ((r = 1; r <= CONC_RUNS; r++)); do
+		if ((r % 2)); then run_alone "$r"; run_stuck "$r"; else run_stuck "$r"; run_alone "$r"; fi
+	done
+	TIMEOUT=$SAVED_TIMEOUT
+	[ "$(fake_py "len([i for i in s['instances'] if i['state'] != 'terminated']) + len(s['key_pairs']) + len(s['placement_groups'])")" = 0 ] ||
+		die "the fake EC2 endpoint still has instances, key pairs or placement groups of the stuck deploys"
+	kill -0 "$CCLFS_PID" 2>/dev/null || die "the cclfs daemon died during the benchmark"
+	cclfs_unmount
+	echo "  concurrent deploys: $CONC_RUNS runs of each done" >&2
+fi
+
 # ---------------------------------------------------------------- report
 
 stat_us() { # "us us ..." -> "median min max" in ms, 1 decimal
@@ -460,6 +655,11 @@ EXEC_RATIO=$(awk -v c="${MED[exec.cclfs]}" -v l="${MED[exec.loop]}" \
 	'BEGIN { if (l > 0) printf "%.2f", c / l; else print "inf" }')
 EXEC_RESULT=$(pass_if 'a != "inf" && a <= b' "$EXEC_RATIO" "$TARGET_EXEC_RATIO")
 RSS_RESULT=$(pass_if 'a < b' "$RSS_AFTER" "$TARGET_RSS_KB")
+if [ "$CONC_RUNS" -gt 0 ]; then
+	CONC_RATIO=$(awk -v s="${MED[concurrent.stuck]}" -v a="${MED[concurrent.alone]}" \
+		'BEGIN { if (a > 0) printf "%.2f", s / a; else print "inf" }')
+	CONC_RESULT=$(pass_if 'a != "inf" && a <= b' "$CONC_RATIO" "$TARGET_CONC_RATIO")
+fi
 declare -A DEPLOY_RESULT=()
 for n in "${SIZES[@]}"; do
 	if [ "$n" = "$TARGET_DEPLOY_NODES" ]; then
@@ -491,6 +691,15 @@ CSV=$OUT/lifecycle.csv
 	echo "             loop:  for i in \$(seq $EXEC_NODES); do sh -c true & done; wait (in this shell)"
 	echo "memory:      a fresh daemon; VmRSS/VmHWM from /proc/PID/status; $RSS_CLUSTERS clusters of"
 	echo "             $RSS_NODES nodes deployed from $RSS_CONTRACTS contracts, read once all are running"
+	if [ "$CONC_RUNS" -gt 0 ]; then
+		echo "concurrent:  $CONC_RUNS runs of each after one untimed round, interleaved (order alternates), on"
+		echo "             a fresh daemon: $CONC_CLUSTERS writes to deploy back to back (contract of $CONC_NODES local"
+		echo "             nodes), time from the first write to the read that saw the last one running;"
+		echo "             alone, and while a $STUCK_NODES-node ec2 deploy on the same mount waits for SSH that"
+		echo "             never answers (fake EC2 endpoint, ssh_silent; boot_timeout $STUCK_TIMEOUT s)"
+	else
+		echo "concurrent:  skipped (--concurrent-runs 0)"
+	fi
 	echo
 	printf '%-34s %6s %12s %10s %10s %12s %6s\n' measurement runs "median" min max target result
 	for n in "${SIZES[@]}"; do
@@ -507,6 +716,14 @@ CSV=$OUT/lifecycle.csv
 		"$EXEC_RATIO" - - "<= ${TARGET_EXEC_RATIO}x" "$EXEC_RESULT"
 	printf '%-34s %6s %8s MiB %10s %10s %12s %6s\n' "VmRSS, $RSS_CLUSTERS x $RSS_NODES nodes running" 1 \
 		"$(mib "$RSS_AFTER")" - - "< $((TARGET_RSS_KB / 1024)) MiB" "$RSS_RESULT"
+	if [ "$CONC_RUNS" -gt 0 ]; then
+		printf '%-34s %6s %9s ms %10s %10s %12s %6s\n' "deploy $CONC_CLUSTERS x $CONC_NODES nodes at once" "$CONC_RUNS" \
+			"${MED[concurrent.alone]}" "${MIN[concurrent.alone]}" "${MAX[concurrent.alone]}" - -
+		printf '%-34s %6s %9s ms %10s %10s %12s %6s\n' "  the same, an ec2 deploy stuck" "$CONC_RUNS" \
+			"${MED[concurrent.stuck]}" "${MIN[concurrent.stuck]}" "${MAX[concurrent.stuck]}" - -
+		printf '%-34s %6s %11sx %10s %10s %12s %6s\n' "ratio stuck/alone" "$CONC_RUNS" \
+			"$CONC_RATIO" - - "<= ${TARGET_CONC_RATIO}x" "$CONC_RESULT"
+	fi
 	echo
 	echo "memory of the daemon (kB; MiB):"
 	printf '  %-44s VmRSS %7s (%5s)   VmHWM %7s (%5s)\n' \
@@ -516,6 +733,10 @@ CSV=$OUT/lifecycle.csv
 		"all terminated and removed" "$RSS_CLEAN" "$(mib "$RSS_CLEAN")" "$HWM_CLEAN" "$(mib "$HWM_CLEAN")"
 	echo "  ($NODE_DIRS node directories under clusters/; $RSS_DEPLOY_ALL_MS ms from the first deploy"
 	echo "   write to all $RSS_CLUSTERS running, $RSS_TERMINATE_ALL_MS ms to terminate and remove them all)"
+	if [ "$CONC_RUNS" -gt 0 ]; then
+		echo
+		echo "the stuck ec2 deploy still read deploying after the timed deploys in $STUCK_HELD of $CONC_RUNS runs"
+	fi
 	echo
 	echo "not targets (ms, median of the deploy runs):"
 	for n in "${SIZES[@]}"; do
@@ -530,6 +751,10 @@ CSV=$OUT/lifecycle.csv
 	done
 	printf '  %-22s %s\n' "exec (cclfs):" "$(list_ms "${SAMPLES[exec.cclfs]}")"
 	printf '  %-22s %s\n' "bash loop:" "$(list_ms "${SAMPLES[exec.loop]}")"
+	if [ "$CONC_RUNS" -gt 0 ]; then
+		printf '  %-22s %s\n' "at once, alone:" "$(list_ms "${SAMPLES[concurrent.alone]}")"
+		printf '  %-22s %s\n' "at once, ec2 stuck:" "$(list_ms "${SAMPLES[concurrent.stuck]}")"
+	fi
 } >"$TXT"
 
 {
@@ -553,6 +778,11 @@ CSV=$OUT/lifecycle.csv
 	echo "$DATE,$NPROC,$KERNEL,$CCLFS_VERSION,VmRSS all removed,$RSS_NODES,0,1,$RSS_CLEAN,,,kB,,-"
 	echo "$DATE,$NPROC,$KERNEL,$CCLFS_VERSION,deploy all until running,$RSS_NODES,$RSS_CLUSTERS,1,$RSS_DEPLOY_ALL_MS,,,ms,,-"
 	echo "$DATE,$NPROC,$KERNEL,$CCLFS_VERSION,terminate and rmdir all,$RSS_NODES,$RSS_CLUSTERS,1,$RSS_TERMINATE_ALL_MS,,,ms,,-"
+	if [ "$CONC_RUNS" -gt 0 ]; then
+		echo "$DATE,$NPROC,$KERNEL,$CCLFS_VERSION,deploy at once until all running,$CONC_NODES,$CONC_CLUSTERS,$CONC_RUNS,${MED[concurrent.alone]},${MIN[concurrent.alone]},${MAX[concurrent.alone]},ms,,-"
+		echo "$DATE,$NPROC,$KERNEL,$CCLFS_VERSION,deploy at once with an ec2 deploy stuck,$CONC_NODES,$CONC_CLUSTERS,$CONC_RUNS,${MED[concurrent.stuck]},${MIN[concurrent.stuck]},${MAX[concurrent.stuck]},ms,,-"
+		echo "$DATE,$NPROC,$KERNEL,$CCLFS_VERSION,deploy at once ratio stuck/alone,$CONC_NODES,$CONC_CLUSTERS,$CONC_RUNS,$CONC_RATIO,,,x,$TARGET_CONC_RATIO,$CONC_RESULT"
+	fi
 } >"$CSV"
 
 cat "$TXT"

@@ -145,3 +145,27 @@ wait_state() {
 	echo "cluster $1 is $s, not $2" >&2
 	return 1
 }
+
+# Poll a command every 50 ms until it succeeds, for at most $1 seconds
+# (whole seconds): wait_until 10 test -e "$f". When the time is up, says
+# what it waited for and fails.
+wait_until() {
+	local secs=$1 deadline
+	shift
+	deadline=$((${EPOCHREALTIME/./} + secs * 1000000))
+	until "$@"; do
+		if [ "${EPOCHREALTIME/./}" -ge "$deadline" ]; then
+			echo "still not true after $secs s: $*" >&2
+			return 1
+		fi
+		sleep 0.05
+	done
+}
+
+# 0 when process $1 has exited (gone, or a zombie nobody waited for yet).
+pid_exited() {
+	local line
+	{ IFS= read -r line <"/proc/$1/stat"; } 2>/dev/null || return 0
+	line=${line##*) }
+	[ "${line:0:1}" = Z ] || [ "${line:0:1}" = X ]
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # tests/fakeec2/fake_ec2.py: a fake EC2 Query API endpoint (API 2016-11-15) for the test
 # suites: SigV4 checked with botocore's signer, key pairs, placement groups and instances
-# in memory, each running instance a real sshd test host (tests/sshd/testhosts.bash).
+# in memory, each running instance a real sshd test host (tests/sshd/testhosts.bash) or,
+# under the ssh_silent setting, a port 22 that accepts and never answers.
 """A fake EC2 endpoint.
 
     fake_ec2.py --dir DIR [--port 0] [--region us-east-1]
@@ -21,7 +22,7 @@ Control endpoint (same port, not signed):
                                the faults (see Fault)
     DELETE /_fake/faults       clears them
     POST   /_fake/settings     JSON {"latency_ms", "pending_polls", "stopping_polls",
-                               "page_size"}
+                               "page_size", "ssh_silent"}
     GET    /_fake/state        JSON: instances, key pairs, placement groups, call counts,
                                launches per client token
     POST   /_fake/reset-calls  zeroes the call counts
@@ -29,6 +30,16 @@ Control endpoint (same port, not signed):
 Instance k's sshd listens on NET.K:22 (a free slot K from --first up), accepting the
 client key of DIR/testhosts (ssh -F DIR/testhosts/ssh_config root@ADDRESS) and the
 public key of the instance's key pair.
+
+ssh_silent (0 or 1, default 0): the instances RunInstances launches while it is 1 get no
+sshd. In its place, a listener of this process on NET.K:22 accepts connections and never
+sends a byte (what it receives is read and dropped), as an instance whose sshd hangs or
+whose security group drops port 22 would: a client's connect succeeds and it then waits
+for the SSH banner until its own timeout. Such an instance turns running as the others
+do, keeps being silent after a stop and start (on its new address), and StopInstances
+and TerminateInstances close its listener and every connection it accepted; SIGTERM
+closes them all. It has no host directory and no sshd_pid; /_fake/state lists it with
+"ssh_silent": true.
 """
 
 import argparse
@@ -41,7 +52,9 @@ import json
 import os
 import re
 import secrets
+import selectors
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -253,9 +266,82 @@ class Instance:
         self.dir_slot = None     # K of the host directory DIR/testhosts/hostK it owns
         self.launch_time = now_iso()
         self.sshd_pid = None
+        self.silent = False      # no sshd: a SilentPort on its address (ssh_silent)
+        self.silent_port = None  # that SilentPort while it listens
         self.generation = 0      # bumped by every stop/terminate: stale launches give up
         self.ops_lock = threading.Lock()  # one sshd operation at a time
         self.state_reason = None
+
+
+class SilentPort:
+    """A TCP listener on ADDRESS:PORT, served by a thread of this process, that accepts
+    every connection and never sends a byte; what a client sends is read and dropped, a
+    client that closes is let go. close() closes the listener and every connection and
+    returns once the thread has ended: nothing is left behind."""
+
+    def __init__(self, address, port=22):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((address, port))
+            sock.listen(64)
+            sock.setblocking(False)
+        except OSError:
+            sock.close()
+            raise
+        self.address = address
+        self.sock = sock
+        self.conns = set()
+        self.lock = threading.Lock()
+        self.closed = False
+        self.wake_r, self.wake_w = os.pipe()
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.sock, selectors.EVENT_READ, 'listen')
+        self.sel.register(self.wake_r, selectors.EVENT_READ, 'wake')
+        self.thread = threading.Thread(target=self.serve, daemon=True,
+                                       name='silent %s:%d' % (address, port))
+        self.thread.start()
+
+    def serve(self):
+        while True:
+            for key, _ in self.sel.select():
+                if key.data == 'wake':
+                    return
+                if key.data == 'listen':
+                    try:
+                        conn, _ = self.sock.accept()
+                    except OSError:
+                        continue
+                    conn.setblocking(False)
+                    self.conns.add(conn)
+                    self.sel.register(conn, selectors.EVENT_READ, 'conn')
+                    continue
+                conn = key.fileobj
+                try:
+                    data = conn.recv(65536)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    data = b''
+                if not data:
+                    self.sel.unregister(conn)
+                    self.conns.discard(conn)
+                    conn.close()
+
+    def close(self):
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+        os.write(self.wake_w, b'x')
+        self.thread.join()
+        for conn in self.conns:
+            conn.close()
+        self.conns = set()
+        self.sel.close()
+        self.sock.close()
+        os.close(self.wake_r)
+        os.close(self.wake_w)
 
 
 class Fault:
@@ -330,7 +416,7 @@ class FakeEC2:
         self.calls = {}
         self.faults = []
         self.settings = {'latency_ms': 0, 'pending_polls': 1, 'stopping_polls': 1,
-                         'page_size': None}
+                         'page_size': None, 'ssh_silent': 0}
         self.shutting_down = False
         self.launch_sem = threading.Semaphore(MAX_CONCURRENT_LAUNCHES)
         self.jobs = set()            # sshd threads in flight
@@ -437,6 +523,8 @@ class FakeEC2:
                 if inst.generation != gen or self.shutting_down:
                     return
                 src, dst, key_line = inst.dir_slot, inst.slot, inst.key_material
+                if inst.silent:
+                    return self.launch_silent(inst, gen, dst)
                 if src is None:
                     inst.dir_slot = dst
             dst_dir = self.host_dir(dst)
@@ -482,10 +570,33 @@ class FakeEC2:
                                      'Server.InternalError: sshd did not start: ' + err)
             self.kill_and_retire(inst, locked_ops=True)
 
+    def launch_silent(self, inst, gen, slot):
+        """Bring up the SilentPort of an ssh_silent instance on NET.slot (caller holds
+        inst.ops_lock and self.lock)."""
+        try:
+            port = SilentPort(self.address(slot))
+        except OSError as e:
+            inst.generation += 1
+            inst.state = 'terminated'
+            inst.state_reason = ('Server.InternalError',
+                                 'Server.InternalError: port 22 did not open: %s' % e)
+            inst.slot = None
+            return
+        # Stopped or terminated meanwhile: the stopper, waiting for ops_lock, closes it
+        # next, as it kills an sshd; shutdown() closes those left at exit.
+        inst.silent_port = port
+        if inst.generation == gen:
+            inst.ready = True
+            inst.down = False
+
     def kill_sshd(self, inst):
-        """Kill the instance's sshd (listener and sessions); caller holds inst.ops_lock."""
+        """Kill the instance's sshd (listener and sessions) or close its SilentPort;
+        caller holds inst.ops_lock."""
         with self.lock:
             slot = inst.dir_slot
+            port, inst.silent_port = inst.silent_port, None
+        if port is not None:
+            port.close()
         if slot is not None and os.path.isfile(os.path.join(self.host_dir(slot), 'sshd_config')):
             self.bash('testhosts_kill', self.hosts_dir, slot)
         with self.lock:
@@ -530,6 +641,12 @@ class FakeEC2:
         deadline = time.monotonic() + 60
         for t in jobs:
             t.join(max(0.1, deadline - time.monotonic()))
+        with self.lock:
+            ports = [i.silent_port for i in self.instances if i.silent_port is not None]
+            for inst in self.instances:
+                inst.silent_port = None
+        for port in ports:
+            port.close()
         self.bash('testhosts_stop', self.hosts_dir)
 
     # ------------------------------------------------------------ request handling
@@ -983,6 +1100,7 @@ class FakeEC2:
                 for n, slot in enumerate(slots):
                     inst = Instance(len(self.instances), res_id, n, p)
                     inst.slot = slot
+                    inst.silent = bool(self.settings['ssh_silent'])
                     self.instances.append(inst)
                     self.by_id[inst.id] = inst
                     instances.append(inst)
@@ -1191,6 +1309,7 @@ class FakeEC2:
                     'placement_group': i.placement_group, 'subnet_id': i.subnet_id,
                     'security_group_ids': list(i.security_group_ids),
                     'reservation_id': i.reservation_id, 'sshd_pid': i.sshd_pid,
+                    'ssh_silent': i.silent, 'silent_listening': i.silent_port is not None,
                     'host_dir': self.host_dir(i.dir_slot) if i.dir_slot is not None else None,
                     'state_reason': i.state_reason[1] if i.state_reason else None,
                 } for i in self.instances],
@@ -1233,12 +1352,17 @@ class FakeEC2:
                     return 400, {'error': 'unknown setting %r' % name}
                 if name == 'page_size' and value in (None, 0):
                     continue
+                if name == 'ssh_silent':
+                    if value not in (0, 1):  # true and false are 1 and 0 too
+                        return 400, {'error': 'ssh_silent must be 0 or 1'}
+                    continue
                 if not isinstance(value, int) or value < 0 or (
                         name == 'page_size' and value < 1):
                     return 400, {'error': '%s must be a non-negative integer' % name}
             with self.lock:
                 for name, value in data.items():
-                    self.settings[name] = value or None if name == 'page_size' else value
+                    self.settings[name] = (value or None if name == 'page_size' else
+                                           int(value) if name == 'ssh_silent' else value)
                 return 200, {'settings': dict(self.settings)}
         if path == '/_fake/reset-calls' and method == 'POST':
             with self.lock:

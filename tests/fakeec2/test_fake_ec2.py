@@ -13,12 +13,14 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import unittest
+import urllib.error
 import urllib.request
 import warnings
 
@@ -110,7 +112,8 @@ class FakeEC2Test(unittest.TestCase):
         warnings.simplefilter('ignore', ResourceWarning)
         self.control('DELETE', '/_fake/faults')
         self.control('POST', '/_fake/settings', {'latency_ms': 0, 'pending_polls': 1,
-                                                 'stopping_polls': 1, 'page_size': None})
+                                                 'stopping_polls': 1, 'page_size': None,
+                                                 'ssh_silent': 0})
 
     # ------------------------------------------------------------ helpers
 
@@ -215,6 +218,31 @@ class FakeEC2Test(unittest.TestCase):
             code = text.split('<Code>')[1].split('</Code>')[0]
             self.assertIn('<RequestID>', text)
         return resp.status, code
+
+    def assertSilent(self, address):
+        """ADDRESS:22 accepts a connection and sends nothing within a second; returns the
+        connection (it has sent a client banner, which is dropped)."""
+        conn = socket.create_connection((address, 22), timeout=5)
+        conn.settimeout(1.0)
+        with self.assertRaises(socket.timeout):
+            conn.recv(64)
+        conn.sendall(b'SSH-2.0-OpenSSH_9.2 fake-ec2-test\r\n')
+        with self.assertRaises(socket.timeout):
+            conn.recv(64)
+        return conn
+
+    def assertClosed(self, address, conns=()):
+        """Nothing listens on ADDRESS:22 any more, and each connection of CONNS was closed
+        from the other end."""
+        with self.assertRaises(ConnectionRefusedError):
+            socket.create_connection((address, 22), timeout=5).close()
+        for conn in conns:
+            conn.settimeout(5)
+            try:
+                self.assertEqual(conn.recv(64), b'')
+            except ConnectionResetError:
+                pass
+            conn.close()
 
     # ------------------------------------------------------------ tests
 
@@ -627,11 +655,89 @@ class FakeEC2Test(unittest.TestCase):
         ec2.describe_key_pairs()
         self.assertGreaterEqual(time.monotonic() - t0, 0.3)
 
+    def test_ssh_silent(self):
+        ec2 = self.ec2
+        for bad in (2, -1, 'yes'):
+            with self.assertRaises(urllib.error.HTTPError) as cm:
+                self.control('POST', '/_fake/settings', {'ssh_silent': bad})
+            self.assertEqual(cm.exception.code, 400)
+        self.assertEqual(self.control('POST', '/_fake/settings', {'ssh_silent': 1})
+                         ['settings']['ssh_silent'], 1)
+        silent = [i['InstanceId'] for i in ec2.run_instances(
+            ImageId='ami-0silent', MinCount=2, MaxCount=2,
+            ClientToken='silent-a')['Instances']]
+        # The setting holds for launches from then on: not for a retried token, nor
+        # for what is launched after it is turned off.
+        self.control('POST', '/_fake/settings', {'ssh_silent': 0})
+        again = ec2.run_instances(ImageId='ami-0silent', MinCount=2, MaxCount=2,
+                                  ClientToken='silent-a')['Instances']
+        self.assertEqual([i['InstanceId'] for i in again], silent)
+        loud = ec2.run_instances(ImageId='ami-0silent', MinCount=1, MaxCount=1,
+                                 ClientToken='silent-b')['Instances'][0]['InstanceId']
+        addrs = {i['InstanceId']: i['PublicIpAddress']
+                 for i in self.wait_states(silent + [loud], 'running')}
+        st = {i['id']: i for i in self.state()['instances']}
+        for iid in silent:
+            self.assertEqual((st[iid]['ssh_silent'], st[iid]['silent_listening'],
+                              st[iid]['sshd_pid'], st[iid]['host_dir']),
+                             (True, True, None, None))
+        self.assertEqual((st[loud]['ssh_silent'], st[loud]['silent_listening']),
+                         (False, False))
+        self.assertFalse(pid_gone(st[loud]['sshd_pid']))
+
+        a, b = silent
+        conns = {iid: [self.assertSilent(addrs[iid]), self.assertSilent(addrs[iid])]
+                 for iid in silent}
+        # ssh connects and waits for the banner until its own timeout.
+        t0 = time.monotonic()
+        r = subprocess.run(['ssh', '-F', os.path.join(self.hosts, 'ssh_config'), '-o',
+                            'ConnectTimeout=2', 'root@' + addrs[a], 'true'],
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=30)
+        took = time.monotonic() - t0
+        self.assertEqual(r.returncode, 255, r.stderr)
+        self.assertIn('banner exchange', r.stderr)
+        self.assertGreaterEqual(took, 1.8)
+        # A real sshd next to them still greets.
+        with socket.create_connection((addrs[loud], 22), timeout=5) as c:
+            c.settimeout(5)
+            self.assertTrue(c.recv(64).startswith(b'SSH-2.0-'))
+
+        # Stop: the listener and its connections close; start: silent again, elsewhere.
+        ec2.stop_instances(InstanceIds=[a])
+        self.assertClosed(addrs[a], conns.pop(a))
+        self.assertFalse(self.inst_state(a)['silent_listening'])
+        self.wait_states([a], 'stopped')
+        ec2.start_instances(InstanceIds=[a])
+        new = self.wait_states([a], 'running')[0]['PublicIpAddress']
+        self.assertNotEqual(new, addrs[a])
+        self.assertClosed(addrs[a])
+        conns[a] = [self.assertSilent(new)]
+        addrs[a] = new
+
+        # Terminate: nothing listens, every connection closed, no thread left.
+        ec2.terminate_instances(InstanceIds=silent + [loud])
+        for iid in silent:
+            self.assertClosed(addrs[iid], conns[iid])
+        st = {i['id']: i for i in self.state()['instances']}
+        self.assertEqual([st[iid]['silent_listening'] for iid in silent], [False, False])
+        self.assertTrue(pid_gone(st[loud]['sshd_pid']))
+        self.wait_states(silent + [loud], 'terminated')
+        left = subprocess.run(['ss', '-Htln', 'src', addrs[a]], capture_output=True,
+                              text=True).stdout
+        self.assertEqual(left.strip(), '')
+
     def test_zz_sigterm_stops_every_sshd(self):
-        """Last: SIGTERM with instances running; no daemon of the fake survives."""
+        """Last: SIGTERM with instances running; no daemon of the fake survives, no
+        silent listener either."""
         ec2 = self.ec2
         ids = [i['InstanceId'] for i in ec2.run_instances(
             ImageId='ami-0end', MinCount=3, MaxCount=3)['Instances']]
+        self.control('POST', '/_fake/settings', {'ssh_silent': 1})
+        mute = ec2.run_instances(ImageId='ami-0end', MinCount=1,
+                                 MaxCount=1)['Instances'][0]['InstanceId']
+        mute_addr = self.wait_states([mute], 'running')[0]['PublicIpAddress']
+        mute_conn = self.assertSilent(mute_addr)
         self.wait_states(ids, 'running')
         self.state()
         listed = subprocess.run(['bash', '-c', 'source "$1" && testhosts_pids "$2"', '_',
@@ -648,6 +754,7 @@ class FakeEC2Test(unittest.TestCase):
                                 check=True).stdout.split()
         self.assertEqual(listed, [])
         self.assertFalse(os.path.exists(os.path.join(self.dir, 'port')))
+        self.assertClosed(mute_addr, [mute_conn])
 
 
 if __name__ == '__main__':
