@@ -5,6 +5,7 @@
 #include "lifecycle/config.h"
 #include "lifecycle/contract.h"
 #include "lifecycle/resolution.h"
+#include "providers/provider.h"
 #include "resolver/hierarchy.h"
 #include "resolver/match.h"
 
@@ -725,7 +726,7 @@ int main(int argc, char **argv)
 
 	fprintf(stderr, "resolve_bench: real catalog\n");
 	t0 = now_us();
-	env = resolution_env_open(&cfg, err, sizeof(err));
+	env = resolution_env_open(&cfg, provider_registry, err, sizeof(err));
 	in.real_open_ms = (now_us() - t0) / 1000;
 	if (!env)
 		die(err);

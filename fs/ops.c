@@ -992,16 +992,10 @@ static int fs_exec_cancelled(void *ctx)
 static int fs_exec_run(struct fshandle *h)
 {
 	int fd = -1;
-	int rc =
-		strcmp(h->path.file, "mpiexec") == 0
-			? model_mpiexec(fs_ctx()->model, h->path.handle, h->buf,
-					h->len, fs_exec_cancelled, NULL, &fd)
-			: model_exec(fs_ctx()->model, h->path.handle,
-				     h->path.kind == FSPATH_NODE_FILE
-					     ? h->path.node
-					     : NULL,
-				     h->buf, h->len, fs_exec_cancelled, NULL,
-				     &fd);
+	int rc = model_cluster_command(
+		fs_ctx()->model, h->path.handle,
+		h->path.kind == FSPATH_NODE_FILE ? h->path.node : NULL,
+		h->path.file, h->buf, h->len, fs_exec_cancelled, NULL, &fd);
 
 	h->len = 0;
 	if (fd >= 0) {
@@ -1067,8 +1061,10 @@ static int fs_write_handle(struct fshandle *h, const char *data, size_t size,
 		return -EACCES;
 	if (h->path.kind == FSPATH_CLUSTER_FILE ||
 	    h->path.kind == FSPATH_NODE_FILE) {
-		if (strcmp(h->path.file, "exec") == 0 ||
-		    strcmp(h->path.file, "mpiexec") == 0)
+		if (model_cluster_file_is_command(
+			    h->path.kind == FSPATH_NODE_FILE ? h->path.node
+							     : NULL,
+			    h->path.file))
 			return fs_exec_write(h, data, size, off);
 		rc = model_cluster_file_write(m, h->path.handle, h->path.file,
 					      data, size);

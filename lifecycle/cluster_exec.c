@@ -1,6 +1,7 @@
 /* exec of clusters: a command on one node or on every node at once (a
  * thread each, polling for interruption), the outputs kept per node and
  * for the cluster, and the results recorded in the store. */
+#include "lifecycle/cluster_hostfile.h"
 #include "lifecycle/cluster_priv.h"
 #include "lifecycle/store.h"
 
@@ -195,32 +196,6 @@ static void cluster_quote_command(const char *cmd, size_t len, char *out,
 	for (char *p = out; *p; p++)
 		if (*p == '\n')
 			*p = ';';
-}
-
-int cluster_write_hostfile(struct model *m, struct cluster *c, const char *dir,
-			   unsigned seq)
-{
-	struct cluster_text t = {0};
-	char path[PATH_MAX + 16], tmp[PATH_MAX + 32];
-	FILE *f;
-	int rc = -1;
-
-	/* Replaced whole, so a command reading it never sees half. */
-	(void)m;
-	cluster_hostfile(c, &t);
-	snprintf(path, sizeof(path), "%s/hostfile", dir);
-	snprintf(tmp, sizeof(tmp), "%s/.hostfile.%u", dir, seq);
-	f = fopen(tmp, "we");
-	if (f) {
-		if (t.buf)
-			fwrite(t.buf, 1, t.len, f);
-		if (fclose(f) == 0 && rename(tmp, path) == 0)
-			rc = 0;
-		else
-			unlink(tmp);
-	}
-	free(t.buf);
-	return rc;
 }
 
 int model_exec(struct model *m, const char *handle, const char *node,

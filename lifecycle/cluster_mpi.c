@@ -2,6 +2,7 @@
  * them (the hostfile on every node; for MPI clusters the key and host keys
  * mpirun needs), and mpiexec, Open MPI's mpirun run from the launch node
  * with the cluster's hostfile, its outputs kept for mpi_stdout/mpi_stderr. */
+#include "lifecycle/cluster_hostfile.h"
 #include "lifecycle/cluster_priv.h"
 #include "lifecycle/store.h"
 #include "providers/ssh.h"
@@ -18,45 +19,7 @@
 
 static atomic_uint cluster_mpi_seq;
 
-bool cluster_is_mpi(const struct cluster *c)
-{
-	return strcmp(c->cluster_type, "PeerWorkersMPI") == 0 ||
-	       strcmp(c->cluster_type, "ManagerWorkers") == 0;
-}
 
-int cluster_prepare(struct model *m, struct cluster *c, char *err,
-		    size_t errlen)
-{
-	char handle[CONTRACT_NAME_MAX + 1];
-	struct cluster_text t = {0};
-	struct provider_node *v;
-	struct provider *p = NULL;
-	size_t n = 0;
-	bool mpi = cluster_is_mpi(c);
-	int rc;
-
-	for (size_t i = 0; i < c->nnodes && !p; i++)
-		p = cluster_provider(m, &c->nodes[i]);
-	if (!p || !p->ops->prepare)
-		return 0; /* its nodes read the daemon's own files */
-	v = calloc(c->nnodes ? c->nnodes : 1, sizeof(*v));
-	if (!v) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < c->nnodes; i++)
-		if (strcmp(c->nodes[i].state, "terminated") != 0 &&
-		    *c->nodes[i].pn.instance_id)
-			v[n++] = c->nodes[i].pn;
-	cluster_hostfile(c, &t);
-	snprintf(handle, sizeof(handle), "%s", c->handle);
-	pthread_mutex_unlock(&m->lock);
-	rc = p->ops->prepare(p, v, n, t.buf ? t.buf : "", mpi, err, errlen);
-	pthread_mutex_lock(&m->lock);
-	free(t.buf);
-	free(v);
-	return rc;
-}
 
 /* The command the launch node runs: mpirun with the cluster's hostfile
  * and every slot, config/directory and config/mpiflags applied. */
@@ -164,8 +127,8 @@ int model_mpiexec(struct model *m, const char *handle, const char *command,
 	launch = cluster_mpi_launcher(c);
 	cluster_dir(m, c, dir, sizeof(dir));
 	cmd = cluster_mpi_command(
-		c, line, model_contract_config(m, c->contract, "directory"),
-		model_contract_config(m, c->contract, "mpiflags"));
+		c, line, m->contract_config(m, c->contract, "directory"),
+		m->contract_config(m, c->contract, "mpiflags"));
 	if (!launch || !cmd || !*dir || cluster_mkdirs(dir) ||
 	    cluster_write_hostfile(m, c, dir, seq)) {
 		rc = cluster_fail(m, c, "mpiexec", -EIO,

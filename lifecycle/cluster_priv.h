@@ -1,9 +1,11 @@
 /* Clusters inside the model, shared by the files of lifecycle/ that make
- * them up (cluster.c: states, jobs, the tree; cluster_exec.c: exec;
- * cluster_files.c: nodes' files/). Not for fs/. */
+ * them up (cluster.c: the core; cluster_jobs.c: the jobs; cluster_deploy.c:
+ * deploy and remove; cluster_attrs.c: the files; cluster_hostfile.c,
+ * cluster_exec.c, cluster_mpi.c, cluster_files.c). Not for fs/. */
 #ifndef CCLFS_LIFECYCLE_CLUSTER_PRIV_H
 #define CCLFS_LIFECYCLE_CLUSTER_PRIV_H
 
+#include "lifecycle/cluster_state.h"
 #include "lifecycle/contract.h"
 #include "lifecycle/model_priv.h"
 #include "providers/provider.h"
@@ -11,20 +13,6 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
-
-enum cluster_state {
-	CLUSTER_DEPLOYING,
-	CLUSTER_RUNNING,
-	CLUSTER_INTERRUPTING,
-	CLUSTER_INTERRUPTED,
-	CLUSTER_RESUMING,
-	CLUSTER_TERMINATING,
-	CLUSTER_TERMINATED,
-	CLUSTER_FAILED,
-	CLUSTER_STATES,
-};
-
-extern const char *const cluster_state_names[CLUSTER_STATES];
 
 struct cluster_node {
 	int64_t since_ns;
@@ -68,45 +56,52 @@ struct cluster_text {
 	size_t len, cap;
 };
 
-/* With the model locked. */
+/* All with the model locked. */
 struct cluster *cluster_find(struct model *m, const char *handle);
 struct cluster_node *cluster_node_find(struct cluster *c, const char *name);
+/* Insert into the sorted list (0, or -ENOMEM); free one. */
+int cluster_insert(struct model *m, struct cluster *c);
+void cluster_free(struct cluster *c);
 /* Tell the kernel that clusters/HANDLE/relpath changed. */
 void cluster_notify(struct model *m, const struct cluster *c,
 		    const char *relpath);
+/* A line in the cluster's log. */
+__attribute__((format(printf, 3, 4))) void
+cluster_log(struct model *m, struct cluster *c, const char *fmt, ...);
+/* "2026-11-24T22:08:58Z". */
+void cluster_time_text(int64_t ns, char *buf, size_t len);
 /* Where the outputs of a cluster's commands are kept ("" if too long). */
 void cluster_dir(const struct model *m, const struct cluster *c, char *buf,
 		 size_t len);
 int cluster_mkdirs(const char *path);
+/* Record the cluster, or one node, in the store. */
+int cluster_store(struct model *m, const struct cluster *c, char *err,
+		  size_t errlen);
 int cluster_store_node(struct model *m, const struct cluster_node *n, char *err,
 		       size_t errlen);
 /* Record why an operation on relpath failed; returns rc. */
 int cluster_fail(struct model *m, struct cluster *c, const char *relpath,
 		 int rc, const char *why);
 void cluster_clear_error(struct model *m, struct cluster *c);
+/* Move c to state s, stored with its log line (and note) in one
+ * transaction; -EIO with err when the store refuses (nothing changes). */
+int cluster_set_state_note(struct model *m, struct cluster *c,
+			   enum cluster_state s, const char *note, char *err,
+			   size_t errlen);
+int cluster_set_state(struct model *m, struct cluster *c, enum cluster_state s,
+		      char *err, size_t errlen);
+/* The one way a job fails a cluster: state failed, and "WHAT failed:
+ * WHY" in its error and log. */
+void cluster_job_failed(struct model *m, struct cluster *c, const char *what,
+			const char *why);
+/* The open provider of a node (NULL: none by that name is set up). */
 struct provider *cluster_provider(struct model *m,
 				  const struct cluster_node *n);
-/* Record the cluster in the store. */
-int cluster_store(struct model *m, const struct cluster *c, char *err,
-		  size_t errlen);
-/* The compute nodes' Open MPI hostfile: one line per address, with the
- * slots of every node there. */
-void cluster_hostfile(const struct cluster *c, struct cluster_text *t);
+
+/* A file's content being rendered. */
 void cluster_printf(struct cluster_text *t, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* Write the hostfile commands on the daemon's machine read
- * (CCLFS_HOSTFILE) into dir, whole; seq names the temporary file. */
-int cluster_write_hostfile(struct model *m, struct cluster *c, const char *dir,
-			   unsigned seq);
 /* PeerWorkersMPI and ManagerWorkers: the cluster types with MPI. */
 bool cluster_is_mpi(const struct cluster *c);
-/* Prepare the cluster's nodes for commands that span them, through its
- * provider's prepare op (after a deploy and a resume). Unlocks the model
- * around the provider: find the cluster again after. 0, or -errno. */
-int cluster_prepare(struct model *m, struct cluster *c, char *err,
-		    size_t errlen);
-/* Render a file that is not command output into t. */
-int cluster_render(struct model *m, struct cluster *c, struct cluster_node *n,
-		   const char *file, struct cluster_text *t);
 
 #endif

@@ -3,20 +3,9 @@
 #ifndef CCLFS_LIFECYCLE_CONFIG_H
 #define CCLFS_LIFECYCLE_CONFIG_H
 
-#include <limits.h>
 #include <stddef.h>
 
-struct config_entry {
-	char *section;
-	char *key;
-	char *value;
-};
-
-struct config {
-	char path[PATH_MAX]; /* the file read; "" when none was found */
-	struct config_entry *entries;
-	size_t count;
-};
+#include "providers/provider_conf.h"
 
 /*
  * Find and read the configuration: `explicit_path` (-o config=) if given,

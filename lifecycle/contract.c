@@ -3,9 +3,11 @@
  * validation and normal form of the values written to it. */
 #include "lifecycle/contract.h"
 
+#include "providers/provider.h"
 #include "resolver/assumption.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -45,10 +47,6 @@ static const struct {
 	{"directory", TYPE_LINE},
 	{"threadlevel", TYPE_THREADLEVEL},
 	{"mpiflags", TYPE_LINE},
-	{"imageid", TYPE_WORD},
-	{"subnet_id", TYPE_WORD},
-	{"placement_group", TYPE_WORD},
-	{"security_group_id", TYPE_WORD},
 	{"resolve_policy", TYPE_POLICY},
 	{"keyfile", TYPE_LINE},
 };
@@ -97,6 +95,17 @@ static void contract_add_assumptions(enum contract_dir dir)
 			     TYPE_ASSUMPTION, (int)i, "");
 }
 
+/* While the schema is being built (contract_field_find would wait for
+ * the build itself). */
+static bool contract_has_config(const char *name)
+{
+	for (size_t i = 0; i < contract_nfields; i++)
+		if (contract_fields[i].dir == CONTRACT_DIR_CONFIG &&
+		    strcmp(contract_fields[i].name, name) == 0)
+			return true;
+	return false;
+}
+
 static void contract_build(void)
 {
 	contract_add(CONTRACT_DIR_TOP, "cluster_type", CONTRACT_FILE_VALUE,
@@ -127,6 +136,16 @@ static void contract_build(void)
 				     ? CONTRACT_ROLE_POLICY
 				     : CONTRACT_ROLE_PLAIN,
 			     contract_config[i].type, -1, "");
+	/* Then what the providers read, each name once. */
+	for (size_t p = 0; provider_registry[p]; p++)
+		for (const char *const *k = provider_registry[p]->config_keys;
+		     k && *k; k++)
+			if (!contract_has_config(*k) &&
+			    contract_nfields < CONTRACT_FIELDS_MAX)
+				contract_add(CONTRACT_DIR_CONFIG, *k,
+					     CONTRACT_FILE_VALUE,
+					     CONTRACT_ROLE_PROVIDER, TYPE_WORD,
+					     -1, "");
 }
 
 size_t contract_field_count(void)

@@ -9,6 +9,7 @@
 #include "lifecycle/model_priv.h"
 #include "lifecycle/resolution.h"
 #include "lifecycle/store.h"
+#include "providers/provider.h"
 #include "resolver/assumption.h"
 
 #include <errno.h>
@@ -39,20 +40,8 @@ struct model_contract {
 
 static int model_fail_path(struct model *m, struct model_contract *c,
 			   const char *relpath, int rc, const char *why);
-
-int64_t model_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-void model_notify_path(struct model *m, const char *path)
-{
-	if (m->changed)
-		m->changed(m->changed_ctx, path);
-}
+static const char *model_contract_config(const struct model *m,
+					 const char *contract, const char *key);
 
 static void model_notify(struct model *m, const struct model_contract *c,
 			 const char *file)
@@ -61,24 +50,6 @@ static void model_notify(struct model *m, const struct model_contract *c,
 
 	snprintf(path, sizeof(path), "contracts/%s/%s", c->name, file);
 	model_notify_path(m, path);
-}
-
-/* Append a line to the log of `subject` (best effort: a log that cannot be
- * written must not turn a good operation into a failed one). */
-void model_log(struct model *m, const char *subject, const char *fmt, ...)
-{
-	char line[MODEL_ERR_MAX + 256], err[256];
-	int64_t now = model_now();
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (store_log(m->store, subject, now, line, err, sizeof(err)) &&
-	    m->verbose)
-		fprintf(stderr, "cclfs: %s\n", err);
-	if (m->verbose)
-		fprintf(stderr, "cclfs: %s: %s\n", subject, line);
 }
 
 static struct model_contract *model_contract_new(const char *name,
@@ -245,6 +216,8 @@ struct model *model_open(const struct model_options *opt, char *err,
 	}
 	pthread_mutex_init(&m->lock, NULL);
 	m->config = opt->config;
+	m->registry = opt->providers ? opt->providers : provider_registry;
+	m->contract_config = model_contract_config;
 	m->verbose = opt->verbose;
 	m->changed = opt->changed;
 	m->changed_ctx = opt->changed_ctx;
@@ -262,7 +235,7 @@ struct model *model_open(const struct model_options *opt, char *err,
 		goto fail;
 	if (m->contracts_ns == 0)
 		m->contracts_ns = model_now();
-	m->resolution = resolution_env_open(opt->config, err, errlen);
+	m->resolution = resolution_env_open(opt->config, m->registry, err, errlen);
 	if (!m->resolution)
 		goto fail;
 	snprintf(m->statedir, sizeof(m->statedir), "%s", opt->statedir);
@@ -688,8 +661,8 @@ static const char *model_config(const struct model *m,
 	return *v ? v : d ? d : "";
 }
 
-const char *model_contract_config(const struct model *m, const char *contract,
-				  const char *key)
+static const char *model_contract_config(const struct model *m,
+					 const char *contract, const char *key)
 {
 	const struct model_contract *c = model_find(m, contract);
 
@@ -760,20 +733,22 @@ static int model_fire(struct model *m, struct model_contract *c, size_t f,
 						       "resolution")),
 		};
 
-		static const char *const opts[] = {"imageid", "subnet_id",
-						   "security_group_id",
-						   "placement_group"};
 		char options[1024];
 		size_t o = 0;
 
+		/* The config/ files providers read, as NAME=VALUE lines. */
 		options[0] = '\0';
-		for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
-			const char *v = model_config(m, c, opts[i]);
+		for (size_t i = 0; i < contract_field_count(); i++) {
+			const struct contract_field *cf = contract_field_at(i);
+			const char *v;
 
+			if (cf->role != CONTRACT_ROLE_PROVIDER)
+				continue;
+			v = model_config(m, c, cf->name);
 			if (*v && o < sizeof(options))
 				o += (size_t)snprintf(options + o,
 						      sizeof(options) - o,
-						      "%s=%s\n", opts[i], v);
+						      "%s=%s\n", cf->name, v);
 		}
 		req.options = options;
 		model_keyfile(m, c, keyfile, sizeof(keyfile));

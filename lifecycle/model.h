@@ -11,6 +11,7 @@
 #include "lifecycle/config.h"
 
 struct model;
+struct provider_entry;
 
 struct model_options {
 	const char *statedir; /* existing, 0700 */
@@ -21,6 +22,9 @@ struct model_options {
 	 * "contracts/c1/error". */
 	void (*changed)(void *ctx, const char *path);
 	void *changed_ctx;
+	/* The providers (NULL-terminated), NULL for the registry's: tests
+	 * give a fake one. */
+	const struct provider_entry *const *providers;
 };
 
 struct model_attr {
@@ -109,6 +113,9 @@ const char *model_cluster_file_name(size_t i);
 const char *model_node_file_name(size_t i);
 int model_cluster_file_writable(const char *file);
 int model_node_file_writable(const char *file);
+/* Whether writing the file runs a command inside the write (exec,
+ * mpiexec: model_cluster_command); node NULL for the cluster's files. */
+int model_cluster_file_is_command(const char *node, const char *file);
 
 /* A file of a cluster (node NULL) or of one of its nodes ("0", "1", ...,
  * "manager"): attributes, and a snapshot of its content. A snapshot is
@@ -149,6 +156,14 @@ int model_node_stat(struct model *m, const char *handle, const char *node,
 int model_exec(struct model *m, const char *handle, const char *node,
 	       const char *command, size_t len, int (*cancelled)(void *),
 	       void *cancel_ctx, int *out_fd);
+
+/* Run what was written to a command file (node NULL for the cluster's):
+ * model_exec or model_mpiexec, by the file. */
+int model_cluster_command(struct model *m, const char *handle,
+			  const char *node, const char *file,
+			  const char *command, size_t len,
+			  int (*cancelled)(void *), void *cancel_ctx,
+			  int *out_fd);
 
 /*
  * mpiexec: run Open MPI's mpirun with the cluster's hostfile and every

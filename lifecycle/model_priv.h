@@ -1,5 +1,6 @@
 /* The model's inside, shared by the files of lifecycle/ that make it up
- * (model.c: contracts; cluster.c: clusters and their jobs). Not for fs/. */
+ * (model_log.c: clock, log and change notices; model.c: contracts;
+ * cluster*.c: clusters and their jobs). Not for fs/. */
 #ifndef CCLFS_LIFECYCLE_MODEL_PRIV_H
 #define CCLFS_LIFECYCLE_MODEL_PRIV_H
 
@@ -13,8 +14,12 @@
 
 struct model_contract;
 struct cluster;
-struct cluster_jobs;
+struct jobs;
 struct provider;
+struct provider_entry;
+
+/* Providers open at once, at most. */
+#define MODEL_PROVIDERS_MAX 16
 
 struct model {
 	pthread_mutex_t lock;
@@ -32,17 +37,19 @@ struct model {
 	struct cluster **clusters; /* sorted by handle */
 	size_t nclusters, capclusters;
 	int64_t clusters_ns;
-	struct provider *local;
-	struct provider *hosts; /* NULL when cclfs.conf lists no host */
-	struct provider *ec2;
-	struct cluster_jobs *jobs;
+	/* The providers of the registry that are set up, in its order. */
+	const struct provider_entry *const *registry;
+	struct provider *providers[MODEL_PROVIDERS_MAX];
+	size_t nproviders;
+	struct jobs *jobs; /* one queue per cluster (by handle) */
+	/* A contract's config/KEY, else cclfs.conf's [defaults] KEY, else ""
+	 * (model locked): set by model.c, so that clusters read their
+	 * contract's configuration without depending on it. */
+	const char *(*contract_config)(const struct model *m,
+				       const char *contract, const char *key);
 };
 
 int64_t model_now(void);
-/* A contract's config/KEY, else cclfs.conf's [defaults] KEY, else ""
- * (model locked; "" also when there is no such contract). */
-const char *model_contract_config(const struct model *m, const char *contract,
-				  const char *key);
 /* Tell the filesystem that a mount-relative path changed. */
 void model_notify_path(struct model *m, const char *path);
 /* Append a line to the log of `subject` ("contracts", "clusters/H"). */

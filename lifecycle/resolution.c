@@ -7,8 +7,7 @@
 #include "catalog/catalog.h"
 #include "lifecycle/config.h"
 #include "lifecycle/contract.h"
-#include "lifecycle/hostsconf.h"
-#include "providers/local.h"
+#include "providers/provider.h"
 #include "resolver/match.h"
 
 #include <errno.h>
@@ -27,92 +26,70 @@ struct resolution_env {
 	const struct hierarchy *types;
 };
 
-/* The lower of two features, unknown (NAN) when either is. */
-static double resolution_min(double a, double b)
+/* One instance type a provider offers of its own (this machine, the hosts
+ * of cclfs.conf). An accelerator the hierarchy does not know is an error
+ * where the type was written down, and left out where it was detected. */
+static int resolution_add_type(struct resolution_env *env,
+			       const struct provider_entry *e,
+			       const struct provider_type *t, char *err,
+			       size_t errlen)
 {
-	return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
+	double number[RESOLVER_FIELDS];
+	const char *type[RESOLVER_FIELDS] = {0};
+	size_t acc = (size_t)assumption_field_find("accelerator");
+
+	for (size_t f = 0; f < RESOLVER_FIELDS; f++)
+		number[f] = NAN;
+	number[assumption_field_find("node_vcpus_count")] = t->vcpus;
+	number[assumption_field_find("node_memory_size")] = t->memory_bytes;
+	number[assumption_field_find("accelerator_count")] = t->accelerators;
+	type[assumption_field_find("node_provider")] = e->name;
+	type[assumption_field_find("node_machinetype")] = t->name;
+	if (*t->accelerator &&
+	    hierarchy_find(env->types, acc, t->accelerator) >= 0)
+		type[acc] = t->accelerator;
+	else if (*t->accelerator && *t->origin) {
+		snprintf(err, errlen,
+			 "%s: \"%s\" is not a known accelerator type",
+			 t->origin, t->accelerator);
+		return -1;
+	}
+	return catalog_add(env->catalog, e->name, t->name, number, type, 0,
+			   err, errlen);
 }
 
-/* One catalog type per host type of cclfs.conf: what every host of that
- * type has at least (so a resolution never promises more). */
-static int resolution_add_hosts(struct resolution_env *env, char *err,
-				size_t errlen)
+/* The types every provider of the registry offers of its own. */
+static int resolution_add_providers(struct resolution_env *env,
+				    const struct provider_entry *const *reg,
+				    char *err, size_t errlen)
 {
-	struct hosts_host *hosts;
-	struct hosts_settings s;
-	size_t n, added = 0;
 	int rc = 0;
 
-	if (hostsconf_read(env->config, "", &hosts, &n, &s, err, errlen))
-		return -1;
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		double number[RESOLVER_FIELDS];
-		const char *type[RESOLVER_FIELDS] = {0};
-		const char *acc = hosts[i].accelerator;
-		bool first = true;
+	for (size_t p = 0; reg[p] && rc == 0; p++) {
+		struct provider_type *v = NULL;
+		size_t n = 0;
 
-		for (size_t k = 0; k < i && first; k++)
-			first = strcmp(hosts[k].type, hosts[i].type) != 0;
-		if (!first)
+		if (!reg[p]->types)
 			continue;
-		for (size_t f = 0; f < RESOLVER_FIELDS; f++)
-			number[f] = NAN;
-		number[assumption_field_find("node_vcpus_count")] =
-			hosts[i].vcpus;
-		number[assumption_field_find("node_memory_size")] =
-			hosts[i].memory_bytes;
-		number[assumption_field_find("accelerator_count")] =
-			hosts[i].accelerators;
-		for (size_t k = i + 1; k < n; k++) {
-			if (strcmp(hosts[k].type, hosts[i].type) != 0)
-				continue;
-			for (size_t f = 0; f < 3; f++) {
-				static const char *const names[] = {
-					"node_vcpus_count", "node_memory_size",
-					"accelerator_count"};
-				double v = f == 0   ? hosts[k].vcpus
-					   : f == 1 ? hosts[k].memory_bytes
-						    : hosts[k].accelerators;
-				int x = assumption_field_find(names[f]);
-
-				number[x] = resolution_min(number[x], v);
-			}
-			if (strcmp(hosts[k].accelerator, acc) != 0)
-				acc = "";
-		}
-		type[assumption_field_find("node_provider")] = "hosts";
-		type[assumption_field_find("node_machinetype")] = hosts[i].type;
-		if (*acc) {
-			size_t field =
-				(size_t)assumption_field_find("accelerator");
-
-			if (hierarchy_find(env->types, field, acc) < 0) {
-				snprintf(err, errlen,
-					 "%s: [hosts.%s] accelerator: \"%s\" "
-					 "is not a known accelerator type",
-					 env->config->path, hosts[i].name, acc);
-				rc = -1;
-				break;
-			}
-			type[field] = acc;
-		}
-		rc = catalog_add(env->catalog, "hosts", hosts[i].type, number,
-				 type, 0, err, errlen);
-		added++;
+		if (reg[p]->types(env->config, &v, &n, err, errlen))
+			return -1;
+		for (size_t i = 0; i < n && rc == 0; i++)
+			rc = resolution_add_type(env, reg[p], &v[i], err,
+						 errlen);
+		free(v);
 	}
-	free(hosts);
-	if (rc == 0 && added && catalog_sort(env->catalog)) {
+	if (rc == 0 && catalog_sort(env->catalog)) {
 		snprintf(err, errlen, "catalog: out of memory");
 		rc = -1;
 	}
 	return rc;
 }
 
-struct resolution_env *resolution_env_open(const struct config *cfg, char *err,
-					   size_t errlen)
+struct resolution_env *resolution_env_open(const struct config *cfg,
+					   const struct provider_entry *const *reg,
+					   char *err, size_t errlen)
 {
 	struct resolution_env *env = calloc(1, sizeof(*env));
-	struct local_features lf;
 
 	if (!env) {
 		snprintf(err, errlen, "out of memory");
@@ -123,10 +100,7 @@ struct resolution_env *resolution_env_open(const struct config *cfg, char *err,
 	if (!env->catalog)
 		goto fail;
 	env->types = catalog_hierarchy(env->catalog);
-	local_detect(&lf);
-	if (catalog_add_local(env->catalog, lf.vcpus, lf.memory_bytes, lf.gpus,
-			      lf.gpu[0] ? lf.gpu : NULL, err, errlen) ||
-	    resolution_add_hosts(env, err, errlen))
+	if (resolution_add_providers(env, reg, err, errlen))
 		goto fail;
 	return env;
 fail:

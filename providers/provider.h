@@ -4,6 +4,7 @@
 #ifndef CCLFS_PROVIDERS_PROVIDER_H
 #define CCLFS_PROVIDERS_PROVIDER_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -38,17 +39,67 @@ struct provider_node {
 	char options[1024];
 };
 
-/* What a provider does to many nodes at once (its `act` op). */
-enum provider_act {
-	PROVIDER_ACT_STOP,
-	PROVIDER_ACT_START,
-	PROVIDER_ACT_TERMINATE,
-};
-
 enum provider_state {
 	PROVIDER_NODE_RUNNING,
 	PROVIDER_NODE_STOPPED, /* interrupted: processes paused */
 	PROVIDER_NODE_GONE,    /* terminated, or never created */
+};
+
+/* The batch operations: each acts on the nodes of one cluster at once
+ * (one API call for all where the provider has one) and gives a result
+ * per node. */
+enum provider_action {
+	PROVIDER_CREATE,    /* fill instance_id, address, workdir; a node
+			       whose instance_id is set was created before
+			       (a deploy resumed after a crash) and is made
+			       sure to exist */
+	PROVIDER_STOP,	    /* pause every process cclfs started there */
+	PROVIDER_START,	    /* continue them (addresses may change) */
+	PROVIDER_TERMINATE, /* kill everything and remove the nodes, also
+			       what a crash left unrecorded (idempotent); and
+			       whatever the provider made for the cluster */
+	PROVIDER_SIGNAL,    /* send `sig` to what cclfs started; nodes stay */
+	PROVIDER_PREPARE,   /* after deploy and resume: the hostfile (and
+			       for MPI the cluster's key and host keys) on
+			       every node */
+	PROVIDER_DESCRIBE,  /* each node's state as the provider sees it */
+	PROVIDER_ACTIONS,
+};
+
+/* What the provider can do or needs, beyond what every provider does
+ * (create, terminate, signal, describe, run). */
+enum provider_caps {
+	PROVIDER_CAN_STOP = 1 << 0,	/* stop and start */
+	PROVIDER_NEEDS_PREPARE = 1 << 1, /* commands span nodes over SSH */
+	PROVIDER_CREATES_WHOLE = 1 << 2, /* create every node in one call */
+	PROVIDER_HAS_FILES = 1 << 3,	/* nodes/N/files/ */
+	PROVIDER_HAS_CONNECTIONS = 1 << 4, /* reach: connection: in status */
+	PROVIDER_FINDS_STRAYS = 1 << 5, /* strays: resources of no cluster */
+};
+
+#define PROVIDER_MSG_MAX 512
+#define PROVIDER_ERR_MAX 1024
+
+struct provider_result {
+	int rc;				/* 0, or -errno for this node */
+	enum provider_state state;	/* PROVIDER_DESCRIBE */
+	char msg[PROVIDER_MSG_MAX];	/* why it failed, or a note */
+};
+
+struct cancel;
+
+struct provider_batch {
+	struct provider_node *nodes; /* of one cluster; updated in place */
+	size_t n;
+	struct provider_result *results; /* n of them, zeroed by the caller */
+	/* Checked by every wait of the call (polls, retries, SSH, backoff):
+	 * once fired the call returns -ECANCELED within 250 ms, leaving
+	 * what it made for a terminate to find. May be NULL. */
+	struct cancel *cancel;
+	const char *hostfile; /* PROVIDER_PREPARE */
+	int mpi;	      /* PROVIDER_PREPARE: an MPI cluster */
+	int sig;	      /* PROVIDER_SIGNAL */
+	char err[PROVIDER_ERR_MAX]; /* why the call failed as a whole */
 };
 
 /* One command on one node. */
@@ -115,58 +166,36 @@ struct provider_file_ops {
 extern const struct provider_file_ops local_file_ops;
 
 struct provider_ops {
-	const char *name;
+	unsigned caps; /* enum provider_caps */
+	/* With PROVIDER_HAS_FILES. */
 	const struct provider_file_ops *files;
-	/* Create n nodes (filling instance_id, address, workdir). A node
-	 * whose instance_id is already set was created before (a deploy
-	 * resumed after a crash) and is made sure to exist. With
-	 * create_all, every node of the cluster is created in one call. */
-	int (*create)(struct provider *p, struct provider_node *nodes, size_t n,
-		      char *err, size_t errlen);
-	int create_all;
-	/* Optional: stop, start or terminate n nodes of one cluster at once
-	 * (one API call for all, not one per node), updating their address.
-	 * A terminate also removes whatever the provider made for the
-	 * cluster. Without it, the per-node ops below are used. */
-	int (*act)(struct provider *p, enum provider_act act,
-		   struct provider_node *nodes, size_t n, char *err,
-		   size_t errlen);
-	/* Optional: prepare a cluster's nodes for commands that span them,
-	 * after its deploy and after each resume: the text of the cluster's
-	 * hostfile where CCLFS_HOSTFILE names it on every node, and with
-	 * mpi, what Open MPI's mpirun needs to start processes on the nodes
-	 * from any of them (a key of the cluster's in their authorized keys,
-	 * their host keys known). Without it, commands read the daemon's
-	 * own files (the nodes are this machine). */
-	int (*prepare)(struct provider *p, const struct provider_node *nodes,
-		       size_t n, const char *hostfile, int mpi, char *err,
-		       size_t errlen);
-	/* Pause / continue every process cclfs started on the node. */
-	int (*stop)(struct provider *p, const struct provider_node *node,
-		    char *err, size_t errlen);
-	int (*start)(struct provider *p, const struct provider_node *node,
-		     char *err, size_t errlen);
-	/* Kill every process cclfs started on the node; the node stays. */
-	int (*kill)(struct provider *p, const struct provider_node *node,
-		    char *err, size_t errlen);
-	/* Kill everything and remove the node (idempotent). */
-	int (*terminate)(struct provider *p, const struct provider_node *node,
-			 char *err, size_t errlen);
-	int (*describe)(struct provider *p, const struct provider_node *node,
-			enum provider_state *state, char *err, size_t errlen);
+	/* One per action: 0 when every node succeeded, else -errno with
+	 * b->err (and each failed node's result). An action outside the
+	 * provider's caps is never called (provider_act answers it). */
+	int (*act[PROVIDER_ACTIONS])(struct provider *p,
+				     struct provider_batch *b);
 	/* Run a command and wait for it. Returns 0 when it ran (whatever its
 	 * exit status), -EINTR when cancelled, or -errno when it could not
 	 * be run. */
 	int (*run)(struct provider *p, const struct provider_node *node,
 		   struct provider_run *run, char *err, size_t errlen);
 	/* The node is the provider's since a past deploy (called at mount
-	 * for every node not terminated). May be NULL. */
+	 * for every node not terminated). */
 	void (*attach)(struct provider *p, const struct provider_node *node);
-	/* How the provider reaches the node now ("reachable",
-	 * "unreachable: why"), from memory; 0, or -1 when it has nothing to
-	 * say. May be NULL. */
+	/* With PROVIDER_HAS_CONNECTIONS: how the provider reaches the node
+	 * now ("reachable", "unreachable: why"), from memory; 0, or -1 when
+	 * it has nothing to say yet. */
 	int (*reach)(struct provider *p, const struct provider_node *node,
 		     char *buf, size_t len);
+	/* With PROVIDER_FINDS_STRAYS: report (one sentence each) what the
+	 * provider holds, tagged by cclfs, for no cluster that `known`
+	 * recognises by handle and token. 0, or -errno with err. */
+	int (*strays)(struct provider *p,
+		      int (*known)(void *ctx, const char *handle,
+				   const char *token),
+		      void (*report)(void *ctx, const char *sentence),
+		      void *ctx, struct cancel *cancel, char *err,
+		      size_t errlen);
 	void (*close)(struct provider *p);
 };
 
@@ -174,6 +203,7 @@ struct remote;
 
 struct provider {
 	const struct provider_ops *ops;
+	const struct provider_entry *entry;
 	/* The nodes of a provider that reaches them over SSH (hosts, ec2),
 	 * for the files/ ops they share (remote_file_ops); else NULL. */
 	struct remote *remote;
@@ -183,8 +213,59 @@ struct provider {
 	void *notify_ctx;
 };
 
-/* The local provider, with nodes under `basedir` (created 0700). */
-struct provider *local_provider_open(const char *basedir, char *err,
-				     size_t errlen);
+/* Carry out one batch action through p's ops: an action outside its
+ * caps that needs nothing (prepare without PROVIDER_NEEDS_PREPARE) is 0,
+ * one it cannot do (stop without PROVIDER_CAN_STOP) -EOPNOTSUPP. Clears
+ * the results first. */
+int provider_act(struct provider *p, enum provider_action a,
+		 struct provider_batch *b);
+/* Whether p has every capability of caps. */
+int provider_can(const struct provider *p, unsigned caps);
+/* For providers that act on one node at a time: call fn for each node of
+ * the batch (stopping early once b->cancel fires), filling the results;
+ * 0, or the first failure's -errno with b->err naming the node. */
+int provider_each(struct provider *p, struct provider_batch *b,
+		  int (*fn)(struct provider *p, struct provider_batch *b,
+			    size_t i));
+
+/* One instance type a provider offers beyond the compiled-in catalog
+ * (this machine for local, the machines of cclfs.conf for hosts). */
+struct provider_type {
+	char name[64];
+	double vcpus, memory_bytes, accelerators; /* NAN: unknown */
+	char accelerator[64];			  /* a type name, or "" */
+	/* Where it is defined, for errors ("FILE: [hosts.NAME]"); "" for a
+	 * detected type, whose unknown accelerator is then left out. */
+	char origin[PATH_MAX + 64];
+};
+
+struct config;
+
+/*
+ * The registry: one entry per provider, each defined at the end of its
+ * provider's main file, listed in registry.c. The lifecycle knows
+ * providers only through these.
+ */
+struct provider_entry {
+	const char *name;	   /* node_provider, catalog/NAME, the store */
+	const char *platform_type; /* its type in the hierarchy */
+	const char *section;	   /* its cclfs.conf section, or NULL */
+	/* The contract's config/ files the provider reads at deploy (one
+	 * word each), NULL-terminated; handed to it in node options. */
+	const char *const *config_keys;
+	/* Open it with cclfs.conf and the state directory: NULL with err
+	 * on error, NULL with err "" when cclfs.conf does not set it up. */
+	struct provider *(*open)(const struct config *conf,
+				 const char *statedir, char *err,
+				 size_t errlen);
+	/* Its own instance types (malloc'd array), or NULL when it has
+	 * only the compiled-in catalog's. 0, or -1 with err. */
+	int (*types)(const struct config *conf, struct provider_type **out,
+		     size_t *n, char *err, size_t errlen);
+};
+
+/* Every provider, NULL-terminated, and one by name (NULL: none). */
+extern const struct provider_entry *const provider_registry[];
+const struct provider_entry *provider_entry_find(const char *name);
 
 #endif

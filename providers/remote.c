@@ -3,6 +3,8 @@
  * commands in a session of their own marked with the node, so that signals
  * find what they started, and the working directory over SFTP. */
 #include "providers/remote.h"
+
+#include "providers/cancel.h"
 #include "providers/sshkey.h"
 
 #include "providers/ssh_sftp.h"
@@ -204,13 +206,14 @@ static int remote_signal_script(const char *marker, const char *sig, char *out,
 
 /* Run one of cclfs's own commands (`what` names it in errors). */
 static int remote_simple(struct remote_node *nd, const char *what,
-			 const char *command, char *err, size_t errlen)
+			 const char *command, struct cancel *cancel, char *err,
+			 size_t errlen)
 {
 	struct ssh_exec x = {.command = command,
 			     .out_fd = -1,
 			     .err_fd = -1,
 			     .timeout_ms = 60000};
-	int rc = ssh_exec(nd->conn, &x, NULL, NULL, err, errlen);
+	int rc = ssh_exec(nd->conn, &x, cancel_check, cancel, err, errlen);
 
 	if (rc == 0 && x.exit_status != 0) {
 		x.errtext[strcspn(x.errtext, "\n")] = '\0';
@@ -224,8 +227,8 @@ static int remote_simple(struct remote_node *nd, const char *what,
 }
 
 static int remote_signal_seq(struct remote *r, const struct provider_node *node,
-			     const char *sig, unsigned seq, char *err,
-			     size_t errlen)
+			     const char *sig, unsigned seq,
+			     struct cancel *cancel, char *err, size_t errlen)
 {
 	struct remote_node *nd = remote_get(r, node, err, errlen);
 	char marker[160], script[768], what[32];
@@ -240,15 +243,16 @@ static int remote_signal_seq(struct remote *r, const struct provider_node *node,
 		return -EINVAL;
 	}
 	snprintf(what, sizeof(what), "sending SIG%s", sig);
-	rc = remote_simple(nd, what, script, err, errlen);
+	rc = remote_simple(nd, what, script, cancel, err, errlen);
 	remote_put(nd);
 	return rc;
 }
 
 int remote_signal(struct remote *r, const struct provider_node *node,
-		  const char *sig, char *err, size_t errlen)
+		  const char *sig, struct cancel *cancel, char *err,
+		  size_t errlen)
 {
-	return remote_signal_seq(r, node, sig, 0, err, errlen);
+	return remote_signal_seq(r, node, sig, 0, cancel, err, errlen);
 }
 
 /* Run cmds[i] on nodes[i], all at once (connecting first); `what` names
@@ -256,7 +260,7 @@ int remote_signal(struct remote *r, const struct provider_node *node,
  * failed. */
 static int remote_exec_all(struct remote *r, const struct provider_node *nodes,
 			   size_t n, char *const *cmds, const char *what,
-			   char *err, size_t errlen)
+			   struct cancel *cancel, char *err, size_t errlen)
 {
 	struct remote_node **nds = calloc(n ? n : 1, sizeof(*nds));
 	struct ssh_exec *xs = calloc(n ? n : 1, sizeof(*xs));
@@ -289,7 +293,7 @@ static int remote_exec_all(struct remote *r, const struct provider_node *nodes,
 
 		if (!nds[i])
 			continue;
-		rr = ssh_exec_wait(nds[i]->conn, &xs[i], NULL, NULL, e,
+		rr = ssh_exec_wait(nds[i]->conn, &xs[i], cancel_check, cancel, e,
 				   sizeof(e));
 		if (rr == 0 && xs[i].exit_status != 0) {
 			xs[i].errtext[strcspn(xs[i].errtext, "\n")] = '\0';
@@ -311,7 +315,7 @@ static int remote_exec_all(struct remote *r, const struct provider_node *nodes,
 
 /* Connect to every node at once and make its working directory. */
 int remote_mkdirs(struct remote *r, const struct provider_node *nodes, size_t n,
-		  char *err, size_t errlen)
+		  struct cancel *cancel, char *err, size_t errlen)
 {
 	char **cmds = calloc(n ? n : 1, sizeof(*cmds));
 	int rc = 0;
@@ -335,8 +339,8 @@ int remote_mkdirs(struct remote *r, const struct provider_node *nodes, size_t n,
 	}
 	if (rc == 0)
 		rc = remote_exec_all(r, nodes, n, cmds,
-				     "making the working directory", err,
-				     errlen);
+				     "making the working directory", cancel,
+				     err, errlen);
 	for (size_t i = 0; i < n; i++)
 		free(cmds[i]);
 	free(cmds);
@@ -410,11 +414,14 @@ static char *remote_prepare_script(const struct provider_node *pn,
 	return rc < 0 ? NULL : s;
 }
 
-int remote_prepare(struct provider *p, const struct provider_node *nodes,
-		   size_t n, const char *hostfile, int mpi, char *err,
-		   size_t errlen)
+int remote_prepare(struct provider *p, struct provider_batch *b)
 {
 	struct remote *r = p->remote;
+	const struct provider_node *nodes = b->nodes;
+	const char *hostfile = b->hostfile;
+	size_t n = b->n, errlen = sizeof(b->err);
+	char *err = b->err;
+	int mpi = b->mpi;
 	char **cmds = calloc(n ? n : 1, sizeof(*cmds));
 	char *known = NULL, *pem = NULL, pub[SSHKEY_PUBKEY_MAX + 128];
 	size_t known_len = 0, pem_len = 0;
@@ -475,7 +482,7 @@ int remote_prepare(struct provider *p, const struct provider_node *nodes,
 				     mpi ? "installing the cluster's hostfile "
 					   "and MPI key"
 					 : "installing the cluster's hostfile",
-				     err, errlen);
+				     b->cancel, err, errlen);
 	for (size_t i = 0; i < n; i++)
 		if (cmds[i]) {
 			explicit_bzero(cmds[i], strlen(cmds[i]));
@@ -491,11 +498,11 @@ int remote_prepare(struct provider *p, const struct provider_node *nodes,
 }
 
 int remote_cleanup(struct remote *r, const struct provider_node *node,
-		   char *err, size_t errlen)
+		   struct cancel *cancel, char *err, size_t errlen)
 {
 	struct remote_node *nd;
 	char q[PROVIDER_PATH_MAX + 8], cmd[2 * PROVIDER_PATH_MAX + 640];
-	int rc = remote_signal(r, node, "KILL", err, errlen);
+	int rc = remote_signal(r, node, "KILL", cancel, err, errlen);
 
 	if (rc || !*node->workdir)
 		return rc;
@@ -518,8 +525,8 @@ int remote_cleanup(struct remote *r, const struct provider_node *node,
 		 "exit 0",
 		 q, node->handle, node->token, node->handle, node->token,
 		 node->handle, node->handle);
-	rc = remote_simple(nd, "removing the working directory", cmd, err,
-			   errlen);
+	rc = remote_simple(nd, "removing the working directory", cmd, cancel,
+			   err, errlen);
 	remote_put(nd);
 	return rc;
 }
@@ -599,7 +606,8 @@ int remote_run(struct remote *r, const struct provider_node *node,
 			/* Its channel is closed; what it started goes too. */
 			char e[SSH_ERR_MAX];
 
-			remote_signal_seq(r, node, "KILL", seq, e, sizeof(e));
+			remote_signal_seq(r, node, "KILL", seq, NULL, e,
+					  sizeof(e));
 		}
 		remote_put(nd);
 	}

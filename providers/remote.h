@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 struct remote;
+struct cancel;
 
 /* How to reach node `rank` of the cluster of `pn` (pn's own rank, or -1
  * for its manager): fills sp, or returns -errno with err. Called with the
@@ -28,20 +29,19 @@ void remote_free(struct remote *r);
 /* Connect to every node at once and make its working directory. 0, or
  * -errno with err naming the first node that failed. */
 int remote_mkdirs(struct remote *r, const struct provider_node *nodes, size_t n,
-		  char *err, size_t errlen);
+		  struct cancel *cancel, char *err, size_t errlen);
 /* The prepare op of a provider whose `remote` is set: the cluster's hostfile on
  * every node, and with mpi a fresh key of the cluster's (authorized on every
  * node, its private half beside the hostfile) and the host keys the connections
  * verified. */
-int remote_prepare(struct provider *p, const struct provider_node *nodes,
-		   size_t n, const char *hostfile, int mpi, char *err,
-		   size_t errlen);
+int remote_prepare(struct provider *p, struct provider_batch *b);
 /* Send SIG (STOP, CONT, KILL) to every process the node started. */
 int remote_signal(struct remote *r, const struct provider_node *node,
-		  const char *sig, char *err, size_t errlen);
+		  const char *sig, struct cancel *cancel, char *err,
+		  size_t errlen);
 /* Kill what the node started and remove its working directory. */
 int remote_cleanup(struct remote *r, const struct provider_node *node,
-		   char *err, size_t errlen);
+		   struct cancel *cancel, char *err, size_t errlen);
 /* The node is gone or moved: its connection closes once unused, and the
  * next use connects afresh. */
 void remote_forget(struct remote *r, const char *handle, int rank);

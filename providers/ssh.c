@@ -720,7 +720,16 @@ static int ssh_connect(struct ssh_conn *c, char *err, size_t errlen)
 		if (fd < 0)
 			return fd;
 	}
+	/* Under the lock: ssh_conn_free shuts the socket to end a handshake
+	 * that would otherwise wait for its timeout. */
+	pthread_mutex_lock(&c->lock);
 	c->sock = fd;
+	rc = c->stop;
+	pthread_mutex_unlock(&c->lock);
+	if (rc) {
+		snprintf(err, errlen, "the connection is closing");
+		return -ESHUTDOWN;
+	}
 	c->s = libssh2_session_init_ex(NULL, NULL, NULL, c);
 	if (!c->s) {
 		snprintf(err, errlen, "out of memory");
@@ -771,9 +780,14 @@ static void ssh_drop(struct ssh_conn *c)
 	}
 	c->sftp = NULL;
 	c->s = NULL;
-	if (c->sock >= 0)
-		close(c->sock);
-	c->sock = -1;
+	if (c->sock >= 0) {
+		int fd = c->sock;
+
+		pthread_mutex_lock(&c->lock);
+		c->sock = -1;
+		pthread_mutex_unlock(&c->lock);
+		close(fd);
+	}
 	c->broken = false;
 	c->idle_data = false;
 }
@@ -1414,6 +1428,9 @@ void ssh_conn_free(struct ssh_conn *c)
 		return;
 	pthread_mutex_lock(&c->lock);
 	c->stop = true;
+	/* A connect or handshake in progress ends now, not at its timeout. */
+	if (c->sock >= 0)
+		shutdown(c->sock, SHUT_RDWR);
 	pthread_mutex_unlock(&c->lock);
 	if (write(c->wake, &one, sizeof(one)) < 0) {
 		/* awake anyway */

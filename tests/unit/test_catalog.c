@@ -3,7 +3,7 @@
  * of the local provider's GPU detection (providers/local). */
 #include "catalog/catalog.h"
 #include "check.h"
-#include "providers/local.h"
+#include "providers/local/local.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -2,9 +2,9 @@
  * parameters), retry decisions, response and error parsing, the AWS
  * settings search (environment and profile files), and key pairs. */
 #include "check.h"
-#include "providers/aws_config.h"
-#include "providers/ec2_query.h"
-#include "providers/ec2_xml.h"
+#include "providers/ec2/aws_config.h"
+#include "providers/ec2/ec2_query.h"
+#include "providers/ec2/ec2_xml.h"
 #include "providers/sshkey.h"
 
 #include <errno.h>

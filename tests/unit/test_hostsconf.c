@@ -3,7 +3,7 @@
  * (providers/ssh). */
 #include "check.h"
 #include "lifecycle/config.h"
-#include "lifecycle/hostsconf.h"
+#include "providers/hosts/hosts_conf.h"
 #include "providers/ssh.h"
 
 #include <math.h>

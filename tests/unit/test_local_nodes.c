@@ -2,6 +2,7 @@
  * run, stop, start, kill, terminate and describe, on real processes in a
  * temporary directory. */
 #include "check.h"
+#include "providers/local/local.h"
 #include "providers/provider.h"
 
 #include <dirent.h>
@@ -177,6 +178,35 @@ static void out_of(const char *tag, const char *ext, char *buf, size_t len)
 	read_text(path, buf, len);
 }
 
+/* One batch action on n nodes; err gets the batch's reason. */
+static int act_n(struct provider *p, enum provider_action a,
+		 struct provider_node *nodes, size_t n, int sig,
+		 enum provider_state *state, char *err, size_t errlen)
+{
+	struct provider_result res[8];
+	struct provider_batch b = {.nodes = nodes, .n = n, .results = res,
+				   .sig = sig};
+	int rc;
+
+	if (n > 8)
+		return -E2BIG;
+	rc = provider_act(p, a, &b);
+	snprintf(err, errlen, "%s", b.err);
+	if (state && n)
+		*state = res[0].state;
+	return rc;
+}
+
+/* The same on one node, which the action does not change. */
+static int act_1(struct provider *p, enum provider_action a,
+		 const struct provider_node *node, int sig,
+		 enum provider_state *state, char *err, size_t errlen)
+{
+	struct provider_node copy = *node;
+
+	return act_n(p, a, &copy, 1, sig, state, err, errlen);
+}
+
 static void test_open(void)
 {
 	char err[256] = "", path[128];
@@ -200,7 +230,7 @@ static void test_create(struct provider *p, struct provider_node *nodes)
 	struct stat st;
 	int rc;
 
-	rc = p->ops->create(p, nodes, 3, err, sizeof(err));
+	rc = act_n(p, PROVIDER_CREATE, nodes, 3, 0, NULL, err, sizeof(err));
 	CHECK(rc == 0);
 	if (rc)
 		fprintf(stderr, "  create: %s\n", err);
@@ -223,7 +253,7 @@ static void test_create(struct provider *p, struct provider_node *nodes)
 	/* Again: the same ids, and a missing directory made again. */
 	memcpy(again, nodes, sizeof(again));
 	CHECK(rmdir(nodes[2].workdir) == 0);
-	CHECK(p->ops->create(p, again, 3, err, sizeof(err)) == 0);
+	CHECK(act_n(p, PROVIDER_CREATE, again, 3, 0, NULL, err, sizeof(err)) == 0);
 	for (int i = 0; i < 3; i++)
 		CHECK(strcmp(again[i].instance_id, nodes[i].instance_id) == 0 &&
 		      strcmp(again[i].address, nodes[i].address) == 0 &&
@@ -231,7 +261,7 @@ static void test_create(struct provider *p, struct provider_node *nodes)
 	CHECK(is_dir(nodes[2].workdir));
 	/* A recorded workdir elsewhere is refused. */
 	snprintf(again[1].workdir, sizeof(again[1].workdir), "/tmp");
-	CHECK(p->ops->create(p, &again[1], 1, err, sizeof(err)) == -EINVAL);
+	CHECK(act_n(p, PROVIDER_CREATE, &again[1], 1, 0, NULL, err, sizeof(err)) == -EINVAL);
 	CHECK(strstr(err, "node 0 of cluster tln") != NULL);
 }
 
@@ -247,28 +277,27 @@ static void test_bad_nodes(struct provider *p)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		n = make_node(bad[i], 0);
 		err[0] = '\0';
-		CHECK(p->ops->create(p, &n, 1, err, sizeof(err)) == -EINVAL);
+		CHECK(act_n(p, PROVIDER_CREATE, &n, 1, 0, NULL, err, sizeof(err)) == -EINVAL);
 		CHECK(strstr(err, "handle") != NULL && !n.instance_id[0]);
 	}
 	memset(long_handle, 'a', 65);
 	long_handle[65] = '\0';
 	n = make_node("x", 0);
 	memcpy(n.handle, long_handle, sizeof(n.handle)); /* no NUL */
-	CHECK(p->ops->create(p, &n, 1, err, sizeof(err)) == -EINVAL);
+	CHECK(act_n(p, PROVIDER_CREATE, &n, 1, 0, NULL, err, sizeof(err)) == -EINVAL);
 	n = make_node("tln", -2);
-	CHECK(p->ops->create(p, &n, 1, err, sizeof(err)) == -EINVAL);
+	CHECK(act_n(p, PROVIDER_CREATE, &n, 1, 0, NULL, err, sizeof(err)) == -EINVAL);
 	CHECK(strstr(err, "rank") != NULL);
 
 	/* A node never created: no processes to signal, nothing to run,
 	 * gone, and terminating it does nothing. */
 	n = make_node("tln", 5);
-	CHECK(p->ops->stop(p, &n, err, sizeof(err)) == -EINVAL);
-	CHECK(strstr(err, "node 5 of cluster tln") != NULL);
+	CHECK(act_1(p, PROVIDER_STOP, &n, 0, NULL, err, sizeof(err)) == 0);
 	CHECK(run_cmd(p, &n, "x", "true", NULL, &status, err, sizeof(err)) ==
 	      -EINVAL);
-	CHECK(p->ops->describe(p, &n, &state, err, sizeof(err)) == 0 &&
+	CHECK(act_1(p, PROVIDER_DESCRIBE, &n, 0, &state, err, sizeof(err)) == 0 &&
 	      state == PROVIDER_NODE_GONE);
-	CHECK(p->ops->terminate(p, &n, err, sizeof(err)) == 0);
+	CHECK(act_1(p, PROVIDER_TERMINATE, &n, 0, NULL, err, sizeof(err)) == 0);
 }
 
 static void test_run(struct provider *p, struct provider_node *nodes)
@@ -376,8 +405,8 @@ static void test_signals(struct provider *p, struct provider_node *nodes)
 	long pid;
 
 	/* Nothing runs yet: every operation is quick and fine. */
-	CHECK(p->ops->stop(p, &nodes[1], err, sizeof(err)) == 0);
-	CHECK(p->ops->describe(p, &nodes[1], &state, err, sizeof(err)) == 0 &&
+	CHECK(act_1(p, PROVIDER_STOP, &nodes[1], 0, NULL, err, sizeof(err)) == 0);
+	CHECK(act_1(p, PROVIDER_DESCRIBE, &nodes[1], 0, &state, err, sizeof(err)) == 0 &&
 	      state == PROVIDER_NODE_RUNNING);
 
 	rc = run_cmd(p, &nodes[1], "bg", BACKGROUND, NULL, &status, err,
@@ -388,37 +417,37 @@ static void test_signals(struct provider *p, struct provider_node *nodes)
 	CHECK(pid > 0 && proc_alive(pid));
 	CHECK(count_procs(id, &running) >= 1);
 
-	rc = p->ops->stop(p, &nodes[1], err, sizeof(err));
+	rc = act_1(p, PROVIDER_STOP, &nodes[1], 0, NULL, err, sizeof(err));
 	CHECK(rc == 0);
 	if (rc)
 		fprintf(stderr, "  stop: %s\n", err);
 	CHECK(proc_stopped(pid));
 	CHECK(count_procs(id, &running) >= 1 && running == 0);
-	CHECK(p->ops->describe(p, &nodes[1], &state, err, sizeof(err)) == 0 &&
+	CHECK(act_1(p, PROVIDER_DESCRIBE, &nodes[1], 0, &state, err, sizeof(err)) == 0 &&
 	      state == PROVIDER_NODE_STOPPED);
 	/* The other nodes are untouched. */
-	CHECK(p->ops->describe(p, &nodes[2], &state, err, sizeof(err)) == 0 &&
+	CHECK(act_1(p, PROVIDER_DESCRIBE, &nodes[2], 0, &state, err, sizeof(err)) == 0 &&
 	      state == PROVIDER_NODE_RUNNING);
 	/* Stopping again finds nothing left to stop. */
-	CHECK(p->ops->stop(p, &nodes[1], err, sizeof(err)) == 0);
+	CHECK(act_1(p, PROVIDER_STOP, &nodes[1], 0, NULL, err, sizeof(err)) == 0);
 
-	CHECK(p->ops->start(p, &nodes[1], err, sizeof(err)) == 0);
+	CHECK(act_1(p, PROVIDER_START, &nodes[1], 0, NULL, err, sizeof(err)) == 0);
 	CHECK(proc_alive(pid) && proc_state(pid) != 'T');
 	count_procs(id, &running);
 	CHECK(running >= 1);
-	CHECK(p->ops->describe(p, &nodes[1], &state, err, sizeof(err)) == 0 &&
+	CHECK(act_1(p, PROVIDER_DESCRIBE, &nodes[1], 0, &state, err, sizeof(err)) == 0 &&
 	      state == PROVIDER_NODE_RUNNING);
 
 	/* Kill, also while stopped. */
-	CHECK(p->ops->stop(p, &nodes[1], err, sizeof(err)) == 0);
-	rc = p->ops->kill(p, &nodes[1], err, sizeof(err));
+	CHECK(act_1(p, PROVIDER_STOP, &nodes[1], 0, NULL, err, sizeof(err)) == 0);
+	rc = act_1(p, PROVIDER_SIGNAL, &nodes[1], SIGKILL, NULL, err, sizeof(err));
 	CHECK(rc == 0);
 	if (rc)
 		fprintf(stderr, "  kill: %s\n", err);
 	CHECK(proc_gone(pid));
 	CHECK(count_procs(id, &running) == 0);
 	CHECK(is_dir(nodes[1].workdir));
-	CHECK(p->ops->describe(p, &nodes[1], &state, err, sizeof(err)) == 0 &&
+	CHECK(act_1(p, PROVIDER_DESCRIBE, &nodes[1], 0, &state, err, sizeof(err)) == 0 &&
 	      state == PROVIDER_NODE_RUNNING);
 }
 
@@ -440,11 +469,11 @@ static void test_stop_race(struct provider *p, struct provider_node *node)
 		      NULL, &status, err, sizeof(err)) == 0);
 	for (int i = 0; i < 30; i++) {
 		usleep(2000);
-		if (p->ops->stop(p, node, err, sizeof(err)) == 0)
+		if (act_1(p, PROVIDER_STOP, node, 0, NULL, err, sizeof(err)) == 0)
 			stopped++;
 		else
 			fprintf(stderr, "  stop %d: %s\n", i, err);
-		if (p->ops->describe(p, node, &state, err, sizeof(err)) == 0 &&
+		if (act_1(p, PROVIDER_DESCRIBE, node, 0, &state, err, sizeof(err)) == 0 &&
 		    state == PROVIDER_NODE_STOPPED &&
 		    count_procs(node->instance_id, &running) > 0 &&
 		    running == 0)
@@ -455,11 +484,11 @@ static void test_stop_race(struct provider *p, struct provider_node *node)
 			read_text(count, after, sizeof(after));
 			frozen += strcmp(before, after) == 0;
 		}
-		started += p->ops->start(p, node, err, sizeof(err)) == 0;
+		started += act_1(p, PROVIDER_START, node, 0, NULL, err, sizeof(err)) == 0;
 	}
 	CHECK(stopped == 30 && described == 30 && started == 30);
 	CHECK(frozen == 3);
-	CHECK(p->ops->kill(p, node, err, sizeof(err)) == 0);
+	CHECK(act_1(p, PROVIDER_SIGNAL, node, SIGKILL, NULL, err, sizeof(err)) == 0);
 	CHECK(count_procs(node->instance_id, &running) == 0);
 }
 
@@ -487,7 +516,7 @@ static void test_terminate(struct provider *p, struct provider_node *nodes)
 	pid = atol(buf);
 	CHECK(pid > 0 && proc_alive(pid));
 
-	rc = p->ops->terminate(p, &nodes[2], err, sizeof(err));
+	rc = act_1(p, PROVIDER_TERMINATE, &nodes[2], 0, NULL, err, sizeof(err));
 	CHECK(rc == 0);
 	if (rc)
 		fprintf(stderr, "  terminate: %s\n", err);
@@ -495,9 +524,9 @@ static void test_terminate(struct provider *p, struct provider_node *nodes)
 	CHECK(count_procs(id, &running) == 0);
 	CHECK(!is_dir(nodes[2].workdir));
 	CHECK(access(outside, F_OK) == 0);
-	CHECK(p->ops->describe(p, &nodes[2], &state, err, sizeof(err)) == 0 &&
+	CHECK(act_1(p, PROVIDER_DESCRIBE, &nodes[2], 0, &state, err, sizeof(err)) == 0 &&
 	      state == PROVIDER_NODE_GONE);
-	CHECK(p->ops->terminate(p, &nodes[2], err, sizeof(err)) == 0);
+	CHECK(act_1(p, PROVIDER_TERMINATE, &nodes[2], 0, NULL, err, sizeof(err)) == 0);
 
 	/* A missing working directory: run says so. */
 	err[0] = '\0';
@@ -508,9 +537,9 @@ static void test_terminate(struct provider *p, struct provider_node *nodes)
 
 	/* The cluster's directory goes with its last node. */
 	snprintf(cluster, sizeof(cluster), "%s/tln", nodedir);
-	CHECK(p->ops->terminate(p, &nodes[1], err, sizeof(err)) == 0);
+	CHECK(act_1(p, PROVIDER_TERMINATE, &nodes[1], 0, NULL, err, sizeof(err)) == 0);
 	CHECK(is_dir(cluster));
-	CHECK(p->ops->terminate(p, &nodes[0], err, sizeof(err)) == 0);
+	CHECK(act_1(p, PROVIDER_TERMINATE, &nodes[0], 0, NULL, err, sizeof(err)) == 0);
 	CHECK(!is_dir(cluster));
 }
 
@@ -677,7 +706,7 @@ int main(void)
 		fprintf(stderr, "  open: %s\n", err);
 		goto out;
 	}
-	CHECK(strcmp(p->ops->name, "local") == 0);
+	CHECK(strcmp(p->entry->name, "local") == 0);
 	test_open();
 	nodes[0] = make_node("tln", -1);
 	nodes[1] = make_node("tln", 0);
@@ -697,7 +726,7 @@ int main(void)
 	/* Whatever failed, nothing stays behind. */
 	for (int i = 0; i < 3; i++)
 		if (nodes[i].instance_id[0])
-			p->ops->terminate(p, &nodes[i], err, sizeof(err));
+			act_1(p, PROVIDER_TERMINATE, &nodes[i], 0, NULL, err, sizeof(err));
 	p->ops->close(p);
 out:
 	nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);

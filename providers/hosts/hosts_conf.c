@@ -1,8 +1,8 @@
 /* The [hosts] and [hosts.NAME] sections of cclfs.conf: the machines of the
  * hosts provider, their features for the catalog, and how to reach them. */
-#include "lifecycle/hostsconf.h"
+#include "providers/hosts/hosts_conf.h"
 
-#include "lifecycle/config.h"
+#include "providers/provider_conf.h"
 #include "resolver/assumption.h"
 
 #include <math.h>

@@ -4,9 +4,11 @@
  * so a retry or a restart never launches twice; it then waits for the
  * instances and reaches them over SSH (remote.c). Stop, start and terminate
  * act on every instance of the cluster in one call. */
-#include "providers/ec2.h"
+#include "providers/ec2/ec2.h"
 
-#include "providers/ec2_xml.h"
+#include "providers/cancel.h"
+#include "providers/ec2/ec2_conf.h"
+#include "providers/ec2/ec2_xml.h"
 #include "providers/remote.h"
 #include "providers/sshkey.h"
 
@@ -18,12 +20,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define EC2_ERR_MAX 1024
 /* Instance ids per Stop/Start/TerminateInstances call. */
 #define EC2_IDS_PER_CALL 500
+
+extern const struct provider_entry provider_ec2;
 
 /* What the provider knows of a node: where to reach it. */
 struct ec2_known {
@@ -40,6 +45,13 @@ struct ec2_provider {
 	struct ec2_client *client; /* made at first use */
 	struct ec2_known *known;
 	size_t nknown, capknown;
+};
+
+/* A job's calls: the client, and the job's cancellation token, which
+ * every call and every wait of the job checks. */
+struct ec2_ctx {
+	struct ec2_client *client;
+	struct cancel *cancel;
 };
 
 /* A cluster's names, derived from its handle and token. */
@@ -67,12 +79,15 @@ static int64_t ec2_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void ec2_sleep_ms(long ms)
+/* Sleep, or return -ECANCELED (with err) as soon as the job is
+ * cancelled. */
+static int ec2_sleep_ms(struct cancel *cancel, long ms, char *err,
+			size_t errlen)
 {
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
+	if (cancel_sleep_ms(cancel, ms) == 0)
+		return 0;
+	snprintf(err, errlen, "cancelled");
+	return -ECANCELED;
 }
 
 /* Between half and all of `ms`: polls of many clusters spread out. */
@@ -170,12 +185,12 @@ static struct ec2_client *ec2_client_get(struct ec2_provider *ep, char *err,
 }
 
 /* A call whose body is not needed. */
-static int ec2_do(struct ec2_client *c, struct ec2_query *q, char *code,
+static int ec2_do(struct ec2_ctx *c, struct ec2_query *q, char *code,
 		  size_t codelen, char *err, size_t errlen)
 {
 	char *body = NULL;
 	size_t len = 0;
-	int rc = ec2_call(c, q, &body, &len, code, codelen, err, errlen);
+	int rc = ec2_call(c->client, q, c->cancel, &body, &len, code, codelen, err, errlen);
 
 	free(body);
 	ec2_query_free(q);
@@ -184,7 +199,7 @@ static int ec2_do(struct ec2_client *c, struct ec2_query *q, char *code,
 
 /* DescribeInstances with filters given as NAME, VALUE pairs (a NULL
  * name ends them; values of one name repeat it), every page. */
-static int ec2_describe_pages(struct ec2_client *c, const char *const *filters,
+static int ec2_describe_pages(struct ec2_ctx *c, const char *const *filters,
 			      struct ec2_instances *out, char *err,
 			      size_t errlen)
 {
@@ -211,7 +226,7 @@ static int ec2_describe_pages(struct ec2_client *c, const char *const *filters,
 		ec2_query_add(&q, "MaxResults", "1000");
 		if (*next)
 			ec2_query_add(&q, "NextToken", next);
-		rc = ec2_call(c, &q, &body, &len, code, sizeof(code), err,
+		rc = ec2_call(c->client, &q, c->cancel, &body, &len, code, sizeof(code), err,
 			      errlen);
 		ec2_query_free(&q);
 		if (rc == 0 &&
@@ -229,7 +244,7 @@ static int ec2_describe_pages(struct ec2_client *c, const char *const *filters,
 }
 
 /* Every instance of the cluster (tagged with its handle and token). */
-static int ec2_describe(struct ec2_client *c, const struct ec2_names *nm,
+static int ec2_describe(struct ec2_ctx *c, const struct ec2_names *nm,
 			struct ec2_instances *out, char *err, size_t errlen)
 {
 	const char *const filters[] = {"tag:" EC2_TAG_CLUSTER, nm->handle,
@@ -291,7 +306,7 @@ static void ec2_know(struct ec2_provider *ep, const struct provider_node *pn)
 /* Wait until every node's instance is in `want` ("running" with an
  * address, "stopped", or "terminated"), polling DescribeInstances with
  * exponential backoff and jitter. Addresses go to the nodes. */
-static int ec2_wait(struct ec2_provider *ep, struct ec2_client *c,
+static int ec2_wait(struct ec2_provider *ep, struct ec2_ctx *c,
 		    const struct ec2_names *nm, struct provider_node *nodes,
 		    size_t n, const char *want, char *err, size_t errlen)
 {
@@ -306,8 +321,9 @@ static int ec2_wait(struct ec2_provider *ep, struct ec2_client *c,
 		size_t ready = 0;
 		int rc;
 
-		ec2_sleep_ms(ec2_jitter(delay));
-		rc = ec2_describe(c, nm, &l, err, errlen);
+		rc = ec2_sleep_ms(c->cancel, ec2_jitter(delay), err, errlen);
+		if (rc == 0)
+			rc = ec2_describe(c, nm, &l, err, errlen);
 		if (rc) {
 			ec2_instances_free(&l);
 			return rc;
@@ -364,7 +380,7 @@ static int ec2_wait(struct ec2_provider *ep, struct ec2_client *c,
 }
 
 /* Stop, Start or TerminateInstances on ids, in as few calls as allowed. */
-static int ec2_state_call(struct ec2_client *c, const char *action,
+static int ec2_state_call(struct ec2_ctx *c, const char *action,
 			  const char *const *ids, size_t n, char *err,
 			  size_t errlen)
 {
@@ -389,42 +405,53 @@ static int ec2_state_call(struct ec2_client *c, const char *action,
 }
 
 /* Terminate every instance of the cluster, wait until they are gone, then
- * delete the placement group and the key pair cclfs made for it. */
-static int ec2_destroy(struct ec2_provider *ep, struct ec2_client *c,
+ * delete the placement group and the key pair cclfs made for it. The
+ * instances are found by tag, so also those a crash or a cancelled launch
+ * left unrecorded; a second look after the first round catches a launch
+ * that was still being answered when the first looked. */
+static int ec2_destroy(struct ec2_provider *ep, struct ec2_ctx *c,
 		       const struct ec2_names *nm, char *err, size_t errlen)
 {
-	struct ec2_instances l = {0};
-	struct provider_node *wait = NULL;
-	const char **ids = NULL;
-	size_t n = 0;
 	char code[EC2_CODE_MAX];
-	int rc = ec2_describe(c, nm, &l, err, errlen);
+	int rc = 0;
 
-	if (rc)
-		goto out;
-	ids = calloc(l.n ? l.n : 1, sizeof(*ids));
-	wait = calloc(l.n ? l.n : 1, sizeof(*wait));
-	if (!ids || !wait) {
-		snprintf(err, errlen, "out of memory");
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < l.n; i++) {
-		if (strcmp(l.v[i].state, "terminated") == 0)
-			continue;
-		ids[n] = l.v[i].id;
-		snprintf(wait[n].instance_id, sizeof(wait[n].instance_id), "%s",
-			 l.v[i].id);
-		n++;
-	}
-	if (n) {
-		rc = ec2_state_call(c, "TerminateInstances", ids, n, err,
-				    errlen);
-		if (rc == 0)
-			rc = ec2_wait(ep, c, nm, wait, n, "terminated", err,
-				      errlen);
+	for (int round = 0, found = 1; found && round < 4; round++) {
+		struct ec2_instances l = {0};
+		struct provider_node *wait = NULL;
+		const char **ids = NULL;
+		size_t n = 0;
+
+		found = 0;
+		rc = ec2_describe(c, nm, &l, err, errlen);
+		if (rc == 0) {
+			ids = calloc(l.n ? l.n : 1, sizeof(*ids));
+			wait = calloc(l.n ? l.n : 1, sizeof(*wait));
+			if (!ids || !wait) {
+				snprintf(err, errlen, "out of memory");
+				rc = -ENOMEM;
+			}
+		}
+		for (size_t i = 0; rc == 0 && i < l.n; i++) {
+			if (strcmp(l.v[i].state, "terminated") == 0)
+				continue;
+			ids[n] = l.v[i].id;
+			snprintf(wait[n].instance_id,
+				 sizeof(wait[n].instance_id), "%s", l.v[i].id);
+			n++;
+		}
+		if (rc == 0 && n) {
+			found = 1;
+			rc = ec2_state_call(c, "TerminateInstances", ids, n, err,
+					    errlen);
+			if (rc == 0)
+				rc = ec2_wait(ep, c, nm, wait, n, "terminated",
+					      err, errlen);
+		}
+		free(ids);
+		free(wait);
+		ec2_instances_free(&l);
 		if (rc)
-			goto out;
+			return rc;
 	}
 	if (nm->pg_temp) {
 		struct ec2_query q;
@@ -435,7 +462,7 @@ static int ec2_destroy(struct ec2_provider *ep, struct ec2_client *c,
 		if (rc && strcmp(code, "InvalidPlacementGroup.Unknown") == 0)
 			rc = 0;
 		if (rc)
-			goto out;
+			return rc;
 	}
 	if (nm->key_own) {
 		struct ec2_query q;
@@ -447,22 +474,18 @@ static int ec2_destroy(struct ec2_provider *ep, struct ec2_client *c,
 		if (rc && strcmp(code, "InvalidKeyPair.NotFound") == 0)
 			rc = 0;
 		if (rc)
-			goto out;
+			return rc;
 		snprintf(pub, sizeof(pub), "%s.pub", nm->keypath);
 		unlink(nm->keypath);
 		unlink(pub);
 	}
-out:
-	free(ids);
-	free(wait);
-	ec2_instances_free(&l);
-	return rc;
+	return 0;
 }
 
 /* --- creating --- */
 
 /* The cluster's key pair: generated (once) and imported. */
-static int ec2_key_pair(struct ec2_client *c, const struct ec2_names *nm,
+static int ec2_key_pair(struct ec2_ctx *c, const struct ec2_names *nm,
 			char *err, size_t errlen)
 {
 	char pub[SSHKEY_PUBKEY_MAX], b64[2 * SSHKEY_PUBKEY_MAX],
@@ -497,7 +520,7 @@ static int ec2_key_pair(struct ec2_client *c, const struct ec2_names *nm,
 	return rc;
 }
 
-static int ec2_placement_group(struct ec2_client *c, const struct ec2_names *nm,
+static int ec2_placement_group(struct ec2_ctx *c, const struct ec2_names *nm,
 			       char *err, size_t errlen)
 {
 	char code[EC2_CODE_MAX];
@@ -546,7 +569,7 @@ static void ec2_tags(struct ec2_query *q, int spec, const char *type,
 
 /* One RunInstances for the nodes of one role (sorted by rank); the
  * instances go to the nodes by launch index. */
-static int ec2_run_role(struct ec2_client *c, const struct ec2_names *nm,
+static int ec2_run_role(struct ec2_ctx *c, const struct ec2_names *nm,
 			struct provider_node **v, size_t n, char *err,
 			size_t errlen)
 {
@@ -573,7 +596,7 @@ static int ec2_run_role(struct ec2_client *c, const struct ec2_names *nm,
 		ec2_query_add(&q, "Placement.GroupName", nm->pg);
 	ec2_tags(&q, 1, "instance", nm, role);
 	ec2_tags(&q, 2, "volume", nm, role);
-	rc = ec2_call(c, &q, &body, &len, code, sizeof(code), err, errlen);
+	rc = ec2_call(c->client, &q, c->cancel, &body, &len, code, sizeof(code), err, errlen);
 	ec2_query_free(&q);
 	if (rc == 0 && ec2_xml_instances(body, len, &l, NULL, 0)) {
 		snprintf(err, errlen,
@@ -605,43 +628,63 @@ static int ec2_run_role(struct ec2_client *c, const struct ec2_names *nm,
 }
 
 /* SSH to every node and make its working directory, retrying while the
- * instances are still booting. */
+ * instances are still booting (each try stops as soon as the job is
+ * cancelled). */
 static int ec2_reach_all(struct ec2_provider *ep, struct provider_node *nodes,
-			 size_t n, char *err, size_t errlen)
+			 size_t n, struct cancel *cancel, char *err,
+			 size_t errlen)
 {
 	int64_t deadline = ec2_now_ms() + ep->s.boot_timeout_ms;
 	long delay = ep->s.poll_first_ms > 0 ? ep->s.poll_first_ms : 1000;
 
 	for (;;) {
-		int rc = remote_mkdirs(ep->base.remote, nodes, n, err, errlen);
+		int rc = remote_mkdirs(ep->base.remote, nodes, n, cancel, err,
+				       errlen);
 
 		if (rc == 0 || ec2_now_ms() > deadline)
 			return rc;
+		if (cancel_requested(cancel)) {
+			snprintf(err, errlen, "cancelled");
+			return -ECANCELED;
+		}
 		for (size_t i = 0; i < n; i++)
 			remote_forget(ep->base.remote, nodes[i].handle,
 				      nodes[i].rank);
-		ec2_sleep_ms(ec2_jitter(delay));
+		rc = ec2_sleep_ms(cancel, ec2_jitter(delay), err, errlen);
+		if (rc)
+			return rc;
 		delay = delay * 2 > ep->s.poll_max_ms ? ep->s.poll_max_ms
 						      : delay * 2;
 	}
 }
 
-static int ec2_create(struct provider *p, struct provider_node *nodes, size_t n,
-		      char *err, size_t errlen)
+/* The job's context: the client (made at first use) and its token. */
+static int ec2_ctx_get(struct ec2_provider *ep, struct provider_batch *b,
+		       struct ec2_ctx *c)
+{
+	c->cancel = b->cancel;
+	c->client = ec2_client_get(ep, b->err, sizeof(b->err));
+	return c->client ? 0 : -EACCES;
+}
+
+static int ec2_create(struct provider *p, struct provider_batch *b)
 {
 	struct ec2_provider *ep = ec2_of(p);
-	struct provider_node **v = calloc(n ? n : 1, sizeof(*v));
+	struct provider_node *nodes = b->nodes, **v;
+	size_t n = b->n, errlen = sizeof(b->err);
+	char *err = b->err;
 	struct ec2_names nm;
-	struct ec2_client *c = NULL;
+	struct ec2_ctx c = {0};
 	bool launched = false;
 	int rc = 0;
 
+	if (n == 0)
+		return 0;
+	v = calloc(n, sizeof(*v));
 	if (!v) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	if (n == 0)
-		goto out;
 	ec2_names(ep, &nodes[0], &nm);
 	if (!*nm.token) {
 		snprintf(err, errlen, "the cluster has no token");
@@ -657,14 +700,12 @@ static int ec2_create(struct provider *p, struct provider_node *nodes, size_t n,
 		rc = -EINVAL;
 		goto out;
 	}
-	c = ec2_client_get(ep, err, errlen);
-	if (!c) {
-		rc = -EACCES;
+	rc = ec2_ctx_get(ep, b, &c);
+	if (rc)
 		goto out;
-	}
-	rc = ec2_key_pair(c, &nm, err, errlen);
+	rc = ec2_key_pair(&c, &nm, err, errlen);
 	if (rc == 0)
-		rc = ec2_placement_group(c, &nm, err, errlen);
+		rc = ec2_placement_group(&c, &nm, err, errlen);
 	/* One RunInstances per role, the manager first. */
 	for (int role = 0; rc == 0 && role < 2; role++) {
 		size_t k = 0;
@@ -677,10 +718,10 @@ static int ec2_create(struct provider *p, struct provider_node *nodes, size_t n,
 		if (k == 0)
 			continue;
 		launched = true;
-		rc = ec2_run_role(c, &nm, v, k, err, errlen);
+		rc = ec2_run_role(&c, &nm, v, k, err, errlen);
 	}
 	if (rc == 0)
-		rc = ec2_wait(ep, c, &nm, nodes, n, "running", err, errlen);
+		rc = ec2_wait(ep, &c, &nm, nodes, n, "running", err, errlen);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		if (nodes[i].rank < 0)
 			snprintf(nodes[i].workdir, sizeof(nodes[i].workdir),
@@ -692,21 +733,24 @@ static int ec2_create(struct provider *p, struct provider_node *nodes, size_t n,
 		ec2_know(ep, &nodes[i]);
 	}
 	if (rc == 0)
-		rc = ec2_reach_all(ep, nodes, n, err, errlen);
-	if (rc && c && (launched || nm.key_own || nm.pg_temp)) {
+		rc = ec2_reach_all(ep, nodes, n, c.cancel, err, errlen);
+	/* Cancelled: what was launched is the terminate's to find by tag
+	 * (the job that cancelled this one, or the next mount's). */
+	if (rc && rc != -ECANCELED && c.client &&
+	    (launched || nm.key_own || nm.pg_temp)) {
 		/* Nothing of a failed deploy is left to cost money. */
 		char why[EC2_ERR_MAX], e2[EC2_ERR_MAX];
-		int drc = ec2_destroy(ep, c, &nm, e2, sizeof(e2));
+		int drc = ec2_destroy(ep, &c, &nm, e2, sizeof(e2));
 
 		snprintf(why, sizeof(why), "%s", err);
 		if (drc)
 			snprintf(err, errlen,
-				 "%s; cleaning up what was launched failed "
-				 "too: %s",
+				 "%.500s; cleaning up what was launched failed "
+				 "too: %.400s",
 				 why, e2);
 		else
 			snprintf(err, errlen,
-				 "%s; everything launched for the cluster "
+				 "%.900s; everything launched for the cluster "
 				 "was terminated",
 				 why);
 		for (size_t i = 0; i < n; i++) {
@@ -717,146 +761,181 @@ static int ec2_create(struct provider *p, struct provider_node *nodes, size_t n,
 		}
 	}
 out:
+	for (size_t i = 0; i < n; i++)
+		b->results[i].rc = *nodes[i].instance_id ? 0 : rc;
 	free(v);
 	return rc;
 }
 
 /* --- stop, start, terminate --- */
 
-static int ec2_act(struct provider *p, enum provider_act act,
-		   struct provider_node *nodes, size_t n, char *err,
-		   size_t errlen)
+/* StopInstances or StartInstances for every instance of the batch, then
+ * wait until they are stopped or running (started ones get their new
+ * addresses and are reached over SSH before the call returns). */
+static int ec2_switch(struct provider *p, struct provider_batch *b,
+		      bool start)
 {
-	static const char *const action[] = {
-		[PROVIDER_ACT_STOP] = "StopInstances",
-		[PROVIDER_ACT_START] = "StartInstances",
-		[PROVIDER_ACT_TERMINATE] = "TerminateInstances",
-	};
 	struct ec2_provider *ep = ec2_of(p);
+	struct provider_node *nodes = b->nodes, *w = NULL;
+	size_t n = b->n, k = 0, errlen = sizeof(b->err);
 	const char **ids = calloc(n ? n : 1, sizeof(*ids));
+	char *err = b->err;
 	struct ec2_names nm;
-	struct ec2_client *c;
-	size_t k = 0;
+	struct ec2_ctx c;
 	int rc = 0;
 
-	if (!ids) {
+	w = calloc(n ? n : 1, sizeof(*w));
+	if (!ids || !w) {
+		free(ids);
+		free(w);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	if (n == 0)
 		goto out;
 	ec2_names(ep, &nodes[0], &nm);
-	c = ec2_client_get(ep, err, errlen);
-	if (!c) {
-		rc = -EACCES;
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		remote_forget(p->remote, nodes[i].handle, nodes[i].rank);
-		if (*nodes[i].instance_id)
-			ids[k++] = nodes[i].instance_id;
-	}
-	if (act == PROVIDER_ACT_TERMINATE) {
-		/* By tag: also instances a crash left unrecorded. */
-		rc = ec2_destroy(ep, c, &nm, err, errlen);
-		goto out;
-	}
-	if (k)
-		rc = ec2_state_call(c, action[act], ids, k, err, errlen);
+	rc = ec2_ctx_get(ep, b, &c);
 	if (rc)
 		goto out;
-	{
-		struct provider_node *w = calloc(k ? k : 1, sizeof(*w));
-		size_t j = 0;
-
-		if (!w) {
-			snprintf(err, errlen, "out of memory");
-			rc = -ENOMEM;
-			goto out;
+	for (size_t i = 0; i < n; i++) {
+		remote_forget(p->remote, nodes[i].handle, nodes[i].rank);
+		if (*nodes[i].instance_id) {
+			ids[k] = nodes[i].instance_id;
+			w[k++] = nodes[i];
 		}
-		for (size_t i = 0; i < n; i++)
-			if (*nodes[i].instance_id)
-				w[j++] = nodes[i];
-		rc = ec2_wait(ep, c, &nm, w, k,
-			      act == PROVIDER_ACT_STOP ? "stopped" : "running",
-			      err, errlen);
-		/* Resumed instances have new addresses: the nodes follow,
-		 * and are reachable before the cluster says running. */
-		for (size_t i = 0, jj = 0; rc == 0 && i < n; i++)
-			if (*nodes[i].instance_id) {
-				if (act == PROVIDER_ACT_START)
-					snprintf(nodes[i].address,
-						 sizeof(nodes[i].address), "%s",
-						 w[jj].address);
-				jj++;
-				ec2_know(ep, &nodes[i]);
-			}
-		free(w);
-		if (rc == 0 && act == PROVIDER_ACT_START)
-			rc = ec2_reach_all(ep, nodes, n, err, errlen);
 	}
+	if (k)
+		rc = ec2_state_call(&c,
+				    start ? "StartInstances" : "StopInstances",
+				    ids, k, err, errlen);
+	if (rc == 0)
+		rc = ec2_wait(ep, &c, &nm, w, k, start ? "running" : "stopped",
+			      err, errlen);
+	/* Resumed instances have new addresses: the nodes follow, and are
+	 * reachable before the cluster says running. */
+	for (size_t i = 0, j = 0; rc == 0 && i < n; i++)
+		if (*nodes[i].instance_id) {
+			if (start)
+				snprintf(nodes[i].address,
+					 sizeof(nodes[i].address), "%s",
+					 w[j].address);
+			j++;
+			ec2_know(ep, &nodes[i]);
+		}
+	if (rc == 0 && start)
+		rc = ec2_reach_all(ep, nodes, n, b->cancel, err, errlen);
 out:
+	for (size_t i = 0; i < n; i++)
+		b->results[i].rc = rc;
 	free(ids);
+	free(w);
 	return rc;
 }
 
-static int ec2_one(struct provider *p, enum provider_act act,
-		   const struct provider_node *node, char *err, size_t errlen)
+static int ec2_stop(struct provider *p, struct provider_batch *b)
 {
-	struct provider_node pn = *node;
-
-	return ec2_act(p, act, &pn, 1, err, errlen);
+	return ec2_switch(p, b, false);
 }
 
-static int ec2_stop(struct provider *p, const struct provider_node *node,
-		    char *err, size_t errlen)
+static int ec2_start(struct provider *p, struct provider_batch *b)
 {
-	return ec2_one(p, PROVIDER_ACT_STOP, node, err, errlen);
+	return ec2_switch(p, b, true);
 }
 
-static int ec2_start(struct provider *p, const struct provider_node *node,
-		     char *err, size_t errlen)
+static int ec2_terminate(struct provider *p, struct provider_batch *b)
 {
-	return ec2_one(p, PROVIDER_ACT_START, node, err, errlen);
+	struct ec2_provider *ep = ec2_of(p);
+	bool recorded = false;
+	struct ec2_names nm;
+	struct ec2_ctx c;
+	int rc;
+
+	if (b->n == 0)
+		return 0;
+	for (size_t i = 0; i < b->n; i++) {
+		remote_forget(p->remote, b->nodes[i].handle,
+			      b->nodes[i].rank);
+		recorded |= *b->nodes[i].instance_id != '\0';
+	}
+	ec2_names(ep, &b->nodes[0], &nm);
+	rc = ec2_ctx_get(ep, b, &c);
+	/* By tag: also instances a crash left unrecorded. */
+	if (rc == 0)
+		rc = ec2_destroy(ep, &c, &nm, b->err, sizeof(b->err));
+	/* An endpoint that cannot be reached at all for a cluster none of
+	 * whose instances was ever recorded: nothing can be asked and
+	 * nothing is known to exist, so the cluster may go; whatever a
+	 * launch that got through made carries its tags, and the next
+	 * mount's check reports it. */
+	if ((rc == -ECONNREFUSED || rc == -EHOSTUNREACH) && !recorded) {
+		char why[PROVIDER_ERR_MAX];
+
+		snprintf(why, sizeof(why), "%s", b->err);
+		snprintf(b->results[0].msg, sizeof(b->results[0].msg),
+			 "no instance was ever recorded and the EC2 endpoint "
+			 "cannot be reached (%.200s); anything launched "
+			 "carries the tags cclfs:cluster=%s and cclfs:token=%s "
+			 "and is reported at the next mount",
+			 why, nm.handle, nm.token);
+		b->err[0] = '\0';
+		rc = 0;
+	}
+	if (rc == 0 && nm.key_own) {
+		/* The private key goes with the cluster, reached or not. */
+		char pub[PATH_MAX + 8];
+
+		snprintf(pub, sizeof(pub), "%s.pub", nm.keypath);
+		unlink(nm.keypath);
+		unlink(pub);
+	}
+	for (size_t i = 0; i < b->n; i++)
+		b->results[i].rc = rc;
+	return rc;
 }
 
-static int ec2_terminate(struct provider *p, const struct provider_node *node,
-			 char *err, size_t errlen)
+static int ec2_sig_one(struct provider *p, struct provider_batch *b, size_t i)
 {
-	return ec2_one(p, PROVIDER_ACT_TERMINATE, node, err, errlen);
+	if (!*b->nodes[i].instance_id)
+		return 0;
+	return remote_signal(p->remote, &b->nodes[i], sigabbrev_np(b->sig),
+			     b->cancel, b->results[i].msg,
+			     sizeof(b->results[i].msg));
 }
 
-static int ec2_kill(struct provider *p, const struct provider_node *node,
-		    char *err, size_t errlen)
+static int ec2_sig(struct provider *p, struct provider_batch *b)
 {
-	return remote_signal(p->remote, node, "KILL", err, errlen);
+	return provider_each(p, b, ec2_sig_one);
 }
 
-static int ec2_describe_node(struct provider *p,
-			     const struct provider_node *node,
-			     enum provider_state *state, char *err,
-			     size_t errlen)
+/* One DescribeInstances for the cluster; each node's state. */
+static int ec2_describe_batch(struct provider *p, struct provider_batch *b)
 {
 	struct ec2_provider *ep = ec2_of(p);
 	struct ec2_instances l = {0};
-	const struct ec2_instance *in;
 	struct ec2_names nm;
-	struct ec2_client *c = ec2_client_get(ep, err, errlen);
+	struct ec2_ctx c;
 	int rc;
 
-	if (!c)
-		return -EACCES;
-	ec2_names(ep, node, &nm);
-	rc = ec2_describe(c, &nm, &l, err, errlen);
-	in = rc ? NULL : ec2_find(&l, node->instance_id);
+	if (b->n == 0)
+		return 0;
+	ec2_names(ep, &b->nodes[0], &nm);
+	rc = ec2_ctx_get(ep, b, &c);
 	if (rc == 0)
-		*state = !in || strcmp(in->state, "terminated") == 0 ||
-					 strcmp(in->state, "shutting-down") == 0
-				 ? PROVIDER_NODE_GONE
-			 : strcmp(in->state, "stopped") == 0 ||
-					 strcmp(in->state, "stopping") == 0
-				 ? PROVIDER_NODE_STOPPED
-				 : PROVIDER_NODE_RUNNING;
+		rc = ec2_describe(&c, &nm, &l, b->err, sizeof(b->err));
+	for (size_t i = 0; rc == 0 && i < b->n; i++) {
+		const struct ec2_instance *in =
+			ec2_find(&l, b->nodes[i].instance_id);
+		const char *st = in ? in->state : "terminated";
+
+		b->results[i].state =
+			strcmp(st, "terminated") == 0 ||
+					strcmp(st, "shutting-down") == 0
+				? PROVIDER_NODE_GONE
+			: strcmp(st, "stopped") == 0 ||
+					strcmp(st, "stopping") == 0
+				? PROVIDER_NODE_STOPPED
+				: PROVIDER_NODE_RUNNING;
+	}
 	ec2_instances_free(&l);
 	return rc;
 }
@@ -943,21 +1022,32 @@ static int ec2_params(void *ctx, const struct provider_node *pn, int rank,
 	return 0;
 }
 
+static int ec2_strays(struct provider *p,
+		      int (*known)(void *ctx, const char *handle,
+				   const char *token),
+		      void (*report)(void *ctx, const char *sentence),
+		      void *ctx, struct cancel *cancel, char *err,
+		      size_t errlen);
+
 static const struct provider_ops ec2_ops = {
-	.name = "ec2",
+	.caps = PROVIDER_CAN_STOP | PROVIDER_NEEDS_PREPARE |
+		PROVIDER_CREATES_WHOLE | PROVIDER_HAS_FILES |
+		PROVIDER_HAS_CONNECTIONS | PROVIDER_FINDS_STRAYS,
 	.files = &remote_file_ops,
-	.prepare = remote_prepare,
-	.create = ec2_create,
-	.create_all = 1,
-	.act = ec2_act,
-	.stop = ec2_stop,
-	.start = ec2_start,
-	.kill = ec2_kill,
-	.terminate = ec2_terminate,
-	.describe = ec2_describe_node,
+	.act =
+		{
+			[PROVIDER_CREATE] = ec2_create,
+			[PROVIDER_STOP] = ec2_stop,
+			[PROVIDER_START] = ec2_start,
+			[PROVIDER_TERMINATE] = ec2_terminate,
+			[PROVIDER_SIGNAL] = ec2_sig,
+			[PROVIDER_PREPARE] = remote_prepare,
+			[PROVIDER_DESCRIBE] = ec2_describe_batch,
+		},
 	.run = ec2_run,
 	.attach = ec2_attach,
 	.reach = ec2_reach,
+	.strays = ec2_strays,
 	.close = ec2_close,
 };
 
@@ -978,6 +1068,7 @@ struct provider *ec2_provider_open(const struct ec2_settings *s, char *err,
 	if (ep->s.boot_timeout_ms <= 0)
 		ep->s.boot_timeout_ms = 600000;
 	ep->base.ops = &ec2_ops;
+	ep->base.entry = &provider_ec2;
 	pthread_mutex_init(&ep->lock, NULL);
 	ep->base.remote =
 		remote_new(&ep->base, ec2_params, ep, ep->s.command_timeout_ms);
@@ -990,11 +1081,18 @@ struct provider *ec2_provider_open(const struct ec2_settings *s, char *err,
 	return &ep->base;
 }
 
-int ec2_tagged_instances(struct provider *p, struct ec2_tagged **out, size_t *n,
-			 char *err, size_t errlen)
+/* Instances tagged by cclfs that belong to no cluster `known` knows are
+ * reported, never touched (another machine's cclfs, or a cluster removed
+ * from the tree while its instances lived). */
+static int ec2_strays(struct provider *p,
+		      int (*known)(void *ctx, const char *handle,
+				   const char *token),
+		      void (*report)(void *ctx, const char *sentence),
+		      void *ctx, struct cancel *cancel, char *err,
+		      size_t errlen)
 {
 	struct ec2_provider *ep = ec2_of(p);
-	struct ec2_client *c = ec2_client_get(ep, err, errlen);
+	struct ec2_ctx c = {ec2_client_get(ep, err, errlen), cancel};
 	struct ec2_instances l = {0};
 	static const char *const live[] = {"tag-key",
 					   EC2_TAG_CLUSTER,
@@ -1011,26 +1109,50 @@ int ec2_tagged_instances(struct provider *p, struct ec2_tagged **out, size_t *n,
 					   NULL};
 	int rc;
 
-	*out = NULL;
-	*n = 0;
-	if (!c)
+	if (!c.client)
 		return -EACCES;
-	rc = ec2_describe_pages(c, live, &l, err, errlen);
-	if (rc == 0 && l.n) {
-		*out = calloc(l.n, sizeof(**out));
-		if (!*out) {
-			rc = -ENOMEM;
-			snprintf(err, errlen, "out of memory");
-		}
-	}
+	rc = ec2_describe_pages(&c, live, &l, err, errlen);
 	for (size_t i = 0; rc == 0 && i < l.n; i++) {
-		struct ec2_tagged *t = &(*out)[(*n)++];
+		char line[512];
 
-		snprintf(t->id, sizeof(t->id), "%s", l.v[i].id);
-		snprintf(t->state, sizeof(t->state), "%s", l.v[i].state);
-		snprintf(t->cluster, sizeof(t->cluster), "%s", l.v[i].cluster);
-		snprintf(t->token, sizeof(t->token), "%s", l.v[i].token);
+		if (known(ctx, l.v[i].cluster, l.v[i].token))
+			continue;
+		snprintf(line, sizeof(line),
+			 "instance %s (%s) is tagged cclfs:cluster=%s (token "
+			 "%s) but belongs to no cluster of this state "
+			 "directory; it was left alone",
+			 l.v[i].id, l.v[i].state, l.v[i].cluster,
+			 l.v[i].token);
+		report(ctx, line);
 	}
 	ec2_instances_free(&l);
 	return rc;
 }
+
+/* [ec2] of cclfs.conf; the provider is always there (it needs
+ * credentials only when it acts). */
+static struct provider *ec2_open(const struct config *conf,
+				 const char *statedir, char *err, size_t errlen)
+{
+	struct ec2_settings s;
+
+	if (ec2conf_read(conf, statedir, &s, err, errlen))
+		return NULL;
+	if (mkdir(s.keydir, 0700) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "cannot create %s: %s", s.keydir,
+			 strerror(errno));
+		return NULL;
+	}
+	return ec2_provider_open(&s, err, errlen);
+}
+
+static const char *const ec2_config_keys[] = {
+	"imageid", "subnet_id", "placement_group", "security_group_id", NULL};
+
+const struct provider_entry provider_ec2 = {
+	.name = "ec2",
+	.platform_type = "AmazonEC2",
+	.section = "ec2",
+	.config_keys = ec2_config_keys,
+	.open = ec2_open,
+};

@@ -2,7 +2,7 @@
  * AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, the
  * profile (AWS_PROFILE, else "default") of the shared credentials and
  * config files, AWS_REGION / AWS_DEFAULT_REGION, AWS_ENDPOINT_URL(_EC2). */
-#include "providers/aws_config.h"
+#include "providers/ec2/aws_config.h"
 
 #include <ini.h>
 #include <stdbool.h>

@@ -4,8 +4,8 @@
 #ifndef CCLFS_PROVIDERS_EC2_H
 #define CCLFS_PROVIDERS_EC2_H
 
-#include "providers/aws_config.h"
-#include "providers/ec2_query.h"
+#include "providers/ec2/aws_config.h"
+#include "providers/ec2/ec2_query.h"
 #include "providers/provider.h"
 
 #include <limits.h>
@@ -33,20 +33,7 @@ struct ec2_settings {
 	struct ec2_retry retry;
 };
 
-/* One instance cclfs tagged, for the check of unknown clusters. */
-struct ec2_tagged {
-	char id[32];
-	char state[24];
-	char cluster[65];
-	char token[40];
-};
-
 struct provider *ec2_provider_open(const struct ec2_settings *s, char *err,
 				   size_t errlen);
-
-/* Every instance not terminated that carries cclfs's cluster tag; *out
- * is malloc'd. 0, or -errno with err (no credentials, API error). */
-int ec2_tagged_instances(struct provider *p, struct ec2_tagged **out, size_t *n,
-			 char *err, size_t errlen);
 
 #endif

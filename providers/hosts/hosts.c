@@ -2,11 +2,14 @@
  * takes free hosts of the resolved type (never one another live cluster
  * holds); commands run in their own session (setsid) marked with the node,
  * so interrupt, resume, restart and terminate find them on the host. */
-#include "providers/hosts.h"
+#include "providers/hosts/hosts.h"
 
+#include "providers/hosts/hosts_conf.h"
+#include "providers/provider_conf.h"
 #include "providers/remote.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <pwd.h>
@@ -17,6 +20,8 @@
 #include <unistd.h>
 
 #define HOSTS_KEY_MAX 96
+
+extern const struct provider_entry provider_hosts;
 
 struct hosts_provider {
 	struct provider base;
@@ -112,22 +117,32 @@ static int hosts_params(void *ctx, const struct provider_node *pn, int rank,
 	return 0;
 }
 
-static int hosts_stop(struct provider *p, const struct provider_node *node,
-		      char *err, size_t errlen)
+/* A signal to what node i started; a node never created has nothing. */
+static int hosts_signal_one(struct provider *p, struct provider_batch *b,
+			    size_t i, const char *sig)
 {
-	return remote_signal(p->remote, node, "STOP", err, errlen);
+	if (!*b->nodes[i].instance_id)
+		return 0;
+	return remote_signal(p->remote, &b->nodes[i], sig, b->cancel,
+			     b->results[i].msg, sizeof(b->results[i].msg));
 }
 
-static int hosts_start(struct provider *p, const struct provider_node *node,
-		       char *err, size_t errlen)
+static int hosts_stop_one(struct provider *p, struct provider_batch *b,
+			  size_t i)
 {
-	return remote_signal(p->remote, node, "CONT", err, errlen);
+	return hosts_signal_one(p, b, i, "STOP");
 }
 
-static int hosts_kill(struct provider *p, const struct provider_node *node,
-		      char *err, size_t errlen)
+static int hosts_start_one(struct provider *p, struct provider_batch *b,
+			   size_t i)
 {
-	return remote_signal(p->remote, node, "KILL", err, errlen);
+	return hosts_signal_one(p, b, i, "CONT");
+}
+
+static int hosts_sig_one(struct provider *p, struct provider_batch *b,
+			 size_t i)
+{
+	return hosts_signal_one(p, b, i, sigabbrev_np(b->sig));
 }
 
 /* Take a free host of the node's type (lock held). */
@@ -183,26 +198,31 @@ static int hosts_take(struct hosts_provider *hp, struct provider_node *pn,
 	return 0;
 }
 
-static int hosts_create(struct provider *p, struct provider_node *nodes,
-			size_t n, char *err, size_t errlen)
+static int hosts_create(struct provider *p, struct provider_batch *b)
 {
 	struct hosts_provider *hp = hosts_of(p);
 	int rc = 0;
 
 	pthread_mutex_lock(&hp->lock);
-	for (size_t i = 0; i < n && rc == 0; i++)
-		rc = hosts_take(hp, &nodes[i], err, errlen);
+	for (size_t i = 0; i < b->n && rc == 0; i++) {
+		rc = hosts_take(hp, &b->nodes[i], b->err, sizeof(b->err));
+		b->results[i].rc = rc;
+	}
 	pthread_mutex_unlock(&hp->lock);
 	/* Connect to every host at once and make the working directory. */
 	if (rc == 0)
-		rc = remote_mkdirs(p->remote, nodes, n, err, errlen);
+		rc = remote_mkdirs(p->remote, b->nodes, b->n, b->cancel, b->err,
+				   sizeof(b->err));
 	return rc;
 }
 
-static int hosts_terminate(struct provider *p, const struct provider_node *node,
-			   char *err, size_t errlen)
+static int hosts_terminate_one(struct provider *p, struct provider_batch *b,
+			       size_t i)
 {
 	struct hosts_provider *hp = hosts_of(p);
+	const struct provider_node *node = &b->nodes[i];
+	char *err = b->results[i].msg;
+	size_t errlen = sizeof(b->results[i].msg);
 	long h;
 
 	pthread_mutex_lock(&hp->lock);
@@ -210,7 +230,7 @@ static int hosts_terminate(struct provider *p, const struct provider_node *node,
 	pthread_mutex_unlock(&hp->lock);
 	if (h < 0)
 		return 0; /* never took a host, or freed already */
-	if (remote_cleanup(p->remote, node, err, errlen)) {
+	if (remote_cleanup(p->remote, node, b->cancel, err, errlen)) {
 		/* The host is freed all the same: what cclfs started there
 		 * cannot run on if the host is unreachable; the log tells
 		 * what was left undone. */
@@ -218,8 +238,8 @@ static int hosts_terminate(struct provider *p, const struct provider_node *node,
 
 		snprintf(why, sizeof(why), "%s", err);
 		snprintf(err, errlen,
-			 "host %s was freed without cleaning up its working "
-			 "directory %s: %s",
+			 "host %.64s was freed without cleaning up its "
+			 "working directory %.160s: %.200s",
 			 node->instance_id, node->workdir, why);
 	}
 	remote_forget(p->remote, node->handle, node->rank);
@@ -229,13 +249,13 @@ static int hosts_terminate(struct provider *p, const struct provider_node *node,
 	return 0;
 }
 
-static int hosts_describe(struct provider *p, const struct provider_node *node,
-			  enum provider_state *state, char *err, size_t errlen)
+static int hosts_describe_one(struct provider *p, struct provider_batch *b,
+			      size_t i)
 {
 	struct hosts_provider *hp = hosts_of(p);
+	const struct provider_node *node = &b->nodes[i];
+	enum provider_state *state = &b->results[i].state;
 
-	(void)err;
-	(void)errlen;
 	pthread_mutex_lock(&hp->lock);
 	*state = hosts_held_by(hp, node->handle, node->rank) >= 0
 			 ? PROVIDER_NODE_RUNNING
@@ -279,16 +299,31 @@ static void hosts_close(struct provider *p)
 	free(hp);
 }
 
+#define HOSTS_EACH(name)                                                       \
+	static int name(struct provider *p, struct provider_batch *b)          \
+	{                                                                      \
+		return provider_each(p, b, name##_one);                        \
+	}
+HOSTS_EACH(hosts_stop)
+HOSTS_EACH(hosts_start)
+HOSTS_EACH(hosts_sig)
+HOSTS_EACH(hosts_terminate)
+HOSTS_EACH(hosts_describe)
+
 static const struct provider_ops hosts_ops = {
-	.name = "hosts",
+	.caps = PROVIDER_CAN_STOP | PROVIDER_NEEDS_PREPARE |
+		PROVIDER_HAS_FILES | PROVIDER_HAS_CONNECTIONS,
 	.files = &remote_file_ops,
-	.prepare = remote_prepare,
-	.create = hosts_create,
-	.stop = hosts_stop,
-	.start = hosts_start,
-	.kill = hosts_kill,
-	.terminate = hosts_terminate,
-	.describe = hosts_describe,
+	.act =
+		{
+			[PROVIDER_CREATE] = hosts_create,
+			[PROVIDER_STOP] = hosts_stop,
+			[PROVIDER_START] = hosts_start,
+			[PROVIDER_TERMINATE] = hosts_terminate,
+			[PROVIDER_SIGNAL] = hosts_sig,
+			[PROVIDER_PREPARE] = remote_prepare,
+			[PROVIDER_DESCRIBE] = hosts_describe,
+		},
 	.run = hosts_run,
 	.attach = hosts_attach,
 	.reach = hosts_reach,
@@ -319,6 +354,7 @@ struct provider *hosts_provider_open(const struct hosts_host *hosts, size_t n,
 	hp->n = n;
 	hp->s = *s;
 	hp->base.ops = &hosts_ops;
+	hp->base.entry = &provider_hosts;
 	pthread_mutex_init(&hp->lock, NULL);
 	hp->base.remote = remote_new(&hp->base, hosts_params, hp,
 				     hp->s.command_timeout_ms);
@@ -332,3 +368,91 @@ struct provider *hosts_provider_open(const struct hosts_host *hosts, size_t n,
 	}
 	return &hp->base;
 }
+
+/* Only when cclfs.conf lists hosts. */
+static struct provider *hosts_open(const struct config *conf,
+				   const char *statedir, char *err,
+				   size_t errlen)
+{
+	struct hosts_host *hosts;
+	struct hosts_settings s;
+	struct provider *p;
+	size_t n;
+
+	err[0] = '\0';
+	if (hostsconf_read(conf, statedir, &hosts, &n, &s, err, errlen))
+		return NULL;
+	if (n == 0) {
+		free(hosts);
+		return NULL;
+	}
+	p = hosts_provider_open(hosts, n, &s, err, errlen);
+	free(hosts);
+	return p;
+}
+
+/* One type per host type of cclfs.conf: what every host of that type has
+ * at least (so a resolution never promises more). */
+static double hosts_min(double a, double b)
+{
+	return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
+}
+
+static int hosts_types(const struct config *conf, struct provider_type **out,
+		       size_t *count, char *err, size_t errlen)
+{
+	struct hosts_host *hosts;
+	struct hosts_settings s;
+	struct provider_type *v;
+	size_t n, m = 0;
+
+	*out = NULL;
+	*count = 0;
+	if (hostsconf_read(conf, "", &hosts, &n, &s, err, errlen))
+		return -1;
+	v = calloc(n ? n : 1, sizeof(*v));
+	if (!v) {
+		free(hosts);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct provider_type *t = NULL;
+
+		for (size_t k = 0; k < m && !t; k++)
+			if (strcmp(v[k].name, hosts[i].type) == 0)
+				t = &v[k];
+		if (!t) {
+			t = &v[m++];
+			snprintf(t->name, sizeof(t->name), "%s", hosts[i].type);
+			t->vcpus = hosts[i].vcpus;
+			t->memory_bytes = hosts[i].memory_bytes;
+			t->accelerators = hosts[i].accelerators;
+			snprintf(t->accelerator, sizeof(t->accelerator), "%s",
+				 hosts[i].accelerator);
+			snprintf(t->origin, sizeof(t->origin),
+				 "%.4000s: [hosts.%s] accelerator", conf->path,
+				 hosts[i].name);
+			continue;
+		}
+		t->vcpus = hosts_min(t->vcpus, hosts[i].vcpus);
+		t->memory_bytes =
+			hosts_min(t->memory_bytes, hosts[i].memory_bytes);
+		t->accelerators =
+			hosts_min(t->accelerators, hosts[i].accelerators);
+		if (strcmp(t->accelerator, hosts[i].accelerator) != 0)
+			t->accelerator[0] = '\0';
+	}
+	free(hosts);
+	*out = v;
+	*count = m;
+	return 0;
+}
+
+const struct provider_entry provider_hosts = {
+	.name = "hosts",
+	.platform_type = "OnPremises",
+	.section = "hosts",
+	.open = hosts_open,
+	.types = hosts_types,
+};

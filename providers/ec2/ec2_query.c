@@ -2,9 +2,10 @@
  * signature is libcurl's (CURLOPT_AWS_SIGV4; it adds X-Amz-Date itself and
  * hashes the body), errors come from the response's error document, and
  * throttling, 5xx and timeouts are retried with backoff and full jitter. */
-#include "providers/ec2_query.h"
+#include "providers/ec2/ec2_query.h"
 
-#include "providers/ec2_xml.h"
+#include "providers/cancel.h"
+#include "providers/ec2/ec2_xml.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -17,9 +18,15 @@
 #include <sys/random.h>
 #include <time.h>
 
+/* Idle handles kept (with their connections) for the next calls. */
+#define EC2_POOL_MAX 8
+
 struct ec2_client {
-	pthread_mutex_t lock; /* one call at a time on the handle */
-	CURL *curl;	      /* kept: its connection is reused */
+	/* Calls of many clusters run at once, each on a handle of its own
+	 * taken from the pool: one slow call never holds up another. */
+	pthread_mutex_t lock;
+	CURL *pool[EC2_POOL_MAX];
+	size_t npool;
 	struct curl_slist *headers;
 	char url[600];
 	char sigv4[128];
@@ -198,7 +205,6 @@ struct ec2_client *ec2_client_new(const struct aws_config *cfg,
 		 (int)(eplen && ep[eplen - 1] == '/' ? eplen - 1 : eplen), ep,
 		 path ? (ep[eplen - 1] == '/' ? "/" : "") : "/");
 	snprintf(c->sigv4, sizeof(c->sigv4), "aws:amz:%s:ec2", cfg->region);
-	c->curl = curl_easy_init();
 	c->headers = curl_slist_append(
 		NULL, "Content-Type: application/x-www-form-urlencoded; "
 		      "charset=utf-8");
@@ -217,15 +223,13 @@ struct ec2_client *ec2_client_new(const struct aws_config *cfg,
 			c->headers = NULL;
 		}
 	}
-	if (!c->curl || !c->headers) {
+	if (!c->headers) {
 		snprintf(err, errlen, "cannot set up libcurl");
 		goto fail;
 	}
 	pthread_mutex_init(&c->lock, NULL);
 	return c;
 fail:
-	if (c->curl)
-		curl_easy_cleanup(c->curl);
 	curl_slist_free_all(c->headers);
 	aws_config_clear(&c->cfg);
 	free(c);
@@ -236,7 +240,8 @@ void ec2_client_free(struct ec2_client *c)
 {
 	if (!c)
 		return;
-	curl_easy_cleanup(c->curl);
+	for (size_t i = 0; i < c->npool; i++)
+		curl_easy_cleanup(c->pool[i]);
 	/* The token header is a secret too. */
 	for (struct curl_slist *h = c->headers; h; h = h->next)
 		memset(h->data, 0, strlen(h->data));
@@ -265,14 +270,6 @@ int ec2_retryable(const char *code, long http_status)
 	return http_status >= 500 || http_status == 429;
 }
 
-static void ec2_sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
 /* Full jitter: uniform in [0, min(max, base * 2^k)]. */
 static long ec2_backoff_ms(const struct ec2_retry *r, int k)
 {
@@ -288,11 +285,45 @@ static long ec2_backoff_ms(const struct ec2_retry *r, int k)
 	return (long)(rnd % (uint32_t)(cap + 1));
 }
 
+static CURL *ec2_handle_take(struct ec2_client *c)
+{
+	CURL *h = NULL;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->npool)
+		h = c->pool[--c->npool];
+	pthread_mutex_unlock(&c->lock);
+	return h ? h : curl_easy_init();
+}
+
+static void ec2_handle_put(struct ec2_client *c, CURL *h)
+{
+	pthread_mutex_lock(&c->lock);
+	if (c->npool < EC2_POOL_MAX) {
+		c->pool[c->npool++] = h;
+		h = NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (h)
+		curl_easy_cleanup(h);
+}
+
+/* libcurl's progress callback: a cancelled call stops at once. */
+static int ec2_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow,
+			curl_off_t ultotal, curl_off_t ulnow)
+{
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	(void)ulnow;
+	return cancel_requested(ctx);
+}
+
 /* One HTTP exchange. 0 with the status, or a curl error. */
-static CURLcode ec2_exchange(struct ec2_client *c, const struct ec2_query *q,
+static CURLcode ec2_exchange(struct ec2_client *c, CURL *h,
+			     const struct ec2_query *q, struct cancel *cancel,
 			     struct ec2_buf *b, long *status)
 {
-	CURL *h = c->curl;
 	CURLcode rc;
 
 	curl_easy_reset(h);
@@ -314,6 +345,9 @@ static CURLcode ec2_exchange(struct ec2_client *c, const struct ec2_query *q,
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, ec2_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, ec2_progress);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, cancel);
 	rc = curl_easy_perform(h);
 	*status = 0;
 	if (rc == CURLE_OK)
@@ -328,6 +362,10 @@ static int ec2_curl_errno(CURLcode rc)
 		return -ETIMEDOUT;
 	case CURLE_COULDNT_CONNECT:
 		return -ECONNREFUSED;
+	case CURLE_COULDNT_RESOLVE_HOST:
+		return -EHOSTUNREACH;
+	case CURLE_ABORTED_BY_CALLBACK:
+		return -ECANCELED;
 	default:
 		return -EIO;
 	}
@@ -341,10 +379,12 @@ static int ec2_curl_retryable(CURLcode rc)
 	       rc == CURLE_COULDNT_RESOLVE_HOST;
 }
 
-int ec2_call(struct ec2_client *c, const struct ec2_query *q, char **body,
-	     size_t *len, char *code, size_t codelen, char *err, size_t errlen)
+int ec2_call(struct ec2_client *c, const struct ec2_query *q,
+	     struct cancel *cancel, char **body, size_t *len, char *code,
+	     size_t codelen, char *err, size_t errlen)
 {
 	int rc = -EIO;
+	CURL *h;
 
 	*body = NULL;
 	*len = 0;
@@ -355,7 +395,11 @@ int ec2_call(struct ec2_client *c, const struct ec2_query *q, char **body,
 			 q->action);
 		return -ENOMEM;
 	}
-	pthread_mutex_lock(&c->lock);
+	h = ec2_handle_take(c);
+	if (!h) {
+		snprintf(err, errlen, "%s: cannot set up libcurl", q->action);
+		return -ENOMEM;
+	}
 	for (int attempt = 0; attempt < c->retry.attempts; attempt++) {
 		struct ec2_buf b = {0};
 		char acode[EC2_CODE_MAX] = "", msg[512] = "";
@@ -363,9 +407,14 @@ int ec2_call(struct ec2_client *c, const struct ec2_query *q, char **body,
 		CURLcode cr;
 		int again;
 
-		if (attempt > 0)
-			ec2_sleep_ms(ec2_backoff_ms(&c->retry, attempt - 1));
-		cr = ec2_exchange(c, q, &b, &status);
+		if (attempt > 0 &&
+		    cancel_sleep_ms(cancel,
+				    ec2_backoff_ms(&c->retry, attempt - 1))) {
+			snprintf(err, errlen, "%s: cancelled", q->action);
+			rc = -ECANCELED;
+			break;
+		}
+		cr = ec2_exchange(c, h, q, cancel, &b, &status);
 		if (cr == CURLE_OK && status == 200 && !b.failed) {
 			*body = b.data ? b.data : strdup("");
 			*len = b.len;
@@ -405,9 +454,9 @@ int ec2_call(struct ec2_client *c, const struct ec2_query *q, char **body,
 				     : -EIO;
 		}
 		free(b.data);
-		if (!again)
+		if (!again || rc == -ECANCELED)
 			break;
 	}
-	pthread_mutex_unlock(&c->lock);
+	ec2_handle_put(c, h);
 	return rc;
 }

@@ -23,4 +23,10 @@ int local_detect(struct local_features *out);
  * "NVIDIA_A10G". */
 void local_detect_gpus(const char *dir, struct local_features *out);
 
+struct provider;
+
+/* The local provider, with nodes under `basedir` (created 0700). */
+struct provider *local_provider_open(const char *basedir, char *err,
+				     size_t errlen);
+
 #endif

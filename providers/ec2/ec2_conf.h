@@ -3,7 +3,7 @@
 #ifndef CCLFS_LIFECYCLE_EC2CONF_H
 #define CCLFS_LIFECYCLE_EC2CONF_H
 
-#include "providers/ec2.h"
+#include "providers/ec2/ec2.h"
 
 #include <stddef.h>
 

@@ -4,7 +4,7 @@
 #ifndef CCLFS_PROVIDERS_EC2_QUERY_H
 #define CCLFS_PROVIDERS_EC2_QUERY_H
 
-#include "providers/aws_config.h"
+#include "providers/ec2/aws_config.h"
 
 #include <stddef.h>
 
@@ -44,11 +44,17 @@ struct ec2_client *ec2_client_new(const struct aws_config *cfg,
 				  size_t errlen);
 void ec2_client_free(struct ec2_client *c);
 
+struct cancel;
+
 /* One call, with retries. On success 0 and the response body in *body
  * (NUL-terminated, free() it). Else -errno, err says "ACTION: CODE: message"
- * and the AWS error code (or "") goes to code. */
-int ec2_call(struct ec2_client *c, const struct ec2_query *q, char **body,
-	     size_t *len, char *code, size_t codelen, char *err, size_t errlen);
+ * and the AWS error code (or "") goes to code. -ECONNREFUSED and
+ * -EHOSTUNREACH: the endpoint was never reached (nothing was delivered);
+ * -ECANCELED: cancel fired (a waiting retry or the exchange stops at
+ * once). cancel may be NULL. */
+int ec2_call(struct ec2_client *c, const struct ec2_query *q,
+	     struct cancel *cancel, char **body, size_t *len, char *code,
+	     size_t codelen, char *err, size_t errlen);
 
 /* Whether an AWS error code or HTTP status is worth another try. */
 int ec2_retryable(const char *code, long http_status);

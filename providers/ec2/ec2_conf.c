@@ -2,9 +2,9 @@
  * region and endpoint_url (below the AWS environment and profile), the
  * defaults of imageid, subnet_id, security_group_id, placement_group and
  * key_name, the login (user, address), and timings in seconds. */
-#include "lifecycle/ec2conf.h"
+#include "providers/ec2/ec2_conf.h"
 
-#include "lifecycle/config.h"
+#include "providers/provider_conf.h"
 
 #include <math.h>
 #include <stdio.h>

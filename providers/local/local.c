@@ -1,7 +1,7 @@
 /* The local provider: nodes are working directories and process groups on
  * this machine. This part detects the machine's features, which make up
  * the one instance type, `local`, that the provider offers. */
-#include "providers/local.h"
+#include "providers/local/local.h"
 
 #include <ctype.h>
 #include <dirent.h>

@@ -1,6 +1,7 @@
 /* The local provider's nodes: each node is a private working directory under
  * the provider's base directory plus every process that carries its
  * CCLFS_INSTANCE; creating, signalling, describing and running on them. */
+#include "providers/local/local.h"
 #include "providers/provider.h"
 
 #include <ctype.h>
@@ -37,6 +38,8 @@
 /* Waits between two looks at a running command (ns). */
 #define LOCAL_POLL_FIRST 200000L
 #define LOCAL_POLL_MAX	 20000000L
+
+extern const struct provider_entry provider_local;
 
 struct local_provider {
 	struct provider base;
@@ -266,13 +269,15 @@ static int local_new_id(char *out, size_t len)
 	return 0;
 }
 
-static int local_create(struct provider *p, struct provider_node *nodes,
-			size_t n, char *err, size_t errlen)
+static int local_create_one(struct provider *p, struct provider_batch *b,
+			    size_t i)
 {
 	struct local_provider *lp = (struct local_provider *)p;
+	char *err = b->results[i].msg;
+	size_t errlen = sizeof(b->results[i].msg);
 
-	for (size_t i = 0; i < n; i++) {
-		struct provider_node *node = &nodes[i];
+	{
+		struct provider_node *node = &b->nodes[i];
 		char dir[PROVIDER_PATH_MAX + 1], id[PROVIDER_ID_MAX + 1] = "";
 		char name[LOCAL_NAME_MAX];
 		int rc = local_node_dir(lp, node, true, dir, sizeof(dir), err,
@@ -645,25 +650,34 @@ static int local_signal_node(const struct provider_node *node, int sig,
 	return -EBUSY;
 }
 
-static int local_stop(struct provider *p, const struct provider_node *node,
-		      char *err, size_t errlen)
+/* The signal of a batch action, to every process of node i. */
+static int local_signal_one(struct provider *p, struct provider_batch *b,
+			    size_t i, int sig)
 {
 	(void)p;
-	return local_signal_node(node, SIGSTOP, err, errlen);
+	/* Never created (a deploy cut short): nothing runs there. */
+	if (!b->nodes[i].instance_id[0])
+		return 0;
+	return local_signal_node(&b->nodes[i], sig, b->results[i].msg,
+				 sizeof(b->results[i].msg));
 }
 
-static int local_start(struct provider *p, const struct provider_node *node,
-		       char *err, size_t errlen)
+static int local_stop_one(struct provider *p, struct provider_batch *b,
+			  size_t i)
 {
-	(void)p;
-	return local_signal_node(node, SIGCONT, err, errlen);
+	return local_signal_one(p, b, i, SIGSTOP);
 }
 
-static int local_kill(struct provider *p, const struct provider_node *node,
-		      char *err, size_t errlen)
+static int local_start_one(struct provider *p, struct provider_batch *b,
+			   size_t i)
 {
-	(void)p;
-	return local_signal_node(node, SIGKILL, err, errlen);
+	return local_signal_one(p, b, i, SIGCONT);
+}
+
+static int local_sig_one(struct provider *p, struct provider_batch *b,
+			 size_t i)
+{
+	return local_signal_one(p, b, i, b->sig);
 }
 
 /* nftw callback of local_remove_tree: returns an errno to stop the walk. */
@@ -693,10 +707,13 @@ static int local_remove_tree(const char *dir)
 	return -rc;
 }
 
-static int local_terminate(struct provider *p, const struct provider_node *node,
-			   char *err, size_t errlen)
+static int local_terminate_one(struct provider *p, struct provider_batch *b,
+			       size_t i)
 {
 	struct local_provider *lp = (struct local_provider *)p;
+	const struct provider_node *node = &b->nodes[i];
+	char *err = b->results[i].msg;
+	size_t errlen = sizeof(b->results[i].msg);
 	char dir[PROVIDER_PATH_MAX + 1], name[LOCAL_NAME_MAX];
 	int rc = local_node_dir(lp, node, true, dir, sizeof(dir), err, errlen);
 
@@ -730,10 +747,14 @@ static int local_terminate(struct provider *p, const struct provider_node *node,
 	return 0;
 }
 
-static int local_describe(struct provider *p, const struct provider_node *node,
-			  enum provider_state *state, char *err, size_t errlen)
+static int local_describe_one(struct provider *p, struct provider_batch *b,
+			      size_t i)
 {
 	struct local_provider *lp = (struct local_provider *)p;
+	const struct provider_node *node = &b->nodes[i];
+	enum provider_state *state = &b->results[i].state;
+	char *err = b->results[i].msg;
+	size_t errlen = sizeof(b->results[i].msg);
 	char dir[PROVIDER_PATH_MAX + 1], entry[LOCAL_ENTRY_MAX];
 	char name[LOCAL_NAME_MAX];
 	struct local_scan s;
@@ -1028,15 +1049,31 @@ static void local_close(struct provider *p)
 	free(p);
 }
 
+#define LOCAL_EACH(name)                                                       \
+	static int name(struct provider *p, struct provider_batch *b)          \
+	{                                                                      \
+		return provider_each(p, b, name##_one);                        \
+	}
+LOCAL_EACH(local_create)
+LOCAL_EACH(local_stop)
+LOCAL_EACH(local_start)
+LOCAL_EACH(local_sig)
+LOCAL_EACH(local_terminate)
+LOCAL_EACH(local_describe)
+
+/* Every node is this machine: nothing to prepare. */
 static const struct provider_ops local_ops = {
-	.name = "local",
+	.caps = PROVIDER_CAN_STOP | PROVIDER_HAS_FILES,
 	.files = &local_file_ops,
-	.create = local_create,
-	.stop = local_stop,
-	.start = local_start,
-	.kill = local_kill,
-	.terminate = local_terminate,
-	.describe = local_describe,
+	.act =
+		{
+			[PROVIDER_CREATE] = local_create,
+			[PROVIDER_STOP] = local_stop,
+			[PROVIDER_START] = local_start,
+			[PROVIDER_TERMINATE] = local_terminate,
+			[PROVIDER_SIGNAL] = local_sig,
+			[PROVIDER_DESCRIBE] = local_describe,
+		},
 	.run = local_run,
 	.close = local_close,
 };
@@ -1092,7 +1129,50 @@ struct provider *local_provider_open(const char *basedir, char *err,
 		return NULL;
 	}
 	lp->base.ops = &local_ops;
+	lp->base.entry = &provider_local;
 	snprintf(lp->basedir, sizeof(lp->basedir), "%s", abs);
 	free(abs);
 	return &lp->base;
 }
+
+static struct provider *local_open(const struct config *conf,
+				   const char *statedir, char *err,
+				   size_t errlen)
+{
+	char dir[PROVIDER_PATH_MAX + 1];
+
+	(void)conf;
+	snprintf(dir, sizeof(dir), "%.4000s/nodes", statedir);
+	return local_provider_open(dir, err, errlen);
+}
+
+/* The one type, `local`: this machine as it is detected. */
+static int local_types(const struct config *conf, struct provider_type **out,
+		       size_t *n, char *err, size_t errlen)
+{
+	struct local_features lf;
+	struct provider_type *t = calloc(1, sizeof(*t));
+
+	(void)conf;
+	if (!t) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	local_detect(&lf);
+	snprintf(t->name, sizeof(t->name), "local");
+	t->vcpus = lf.vcpus;
+	t->memory_bytes = lf.memory_bytes;
+	t->accelerators = lf.gpus;
+	snprintf(t->accelerator, sizeof(t->accelerator), "%s",
+		 lf.gpus > 0 ? lf.gpu : "");
+	*out = t;
+	*n = 1;
+	return 0;
+}
+
+const struct provider_entry provider_local = {
+	.name = "local",
+	.platform_type = "Localhost",
+	.open = local_open,
+	.types = local_types,
+};

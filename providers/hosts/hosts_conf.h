@@ -3,7 +3,7 @@
 #ifndef CCLFS_LIFECYCLE_HOSTSCONF_H
 #define CCLFS_LIFECYCLE_HOSTSCONF_H
 
-#include "providers/hosts.h"
+#include "providers/hosts/hosts.h"
 
 #include <stddef.h>
 

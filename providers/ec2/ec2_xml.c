@@ -2,7 +2,7 @@
  * items wherever an instancesSet holds them (RunInstances, the reservations
  * of DescribeInstances, state changes), and nextToken. Elements are matched
  * by local name, whatever their namespace. */
-#include "providers/ec2_xml.h"
+#include "providers/ec2/ec2_xml.h"
 
 #include <libxml/parser.h>
 #include <libxml/tree.h>

@@ -1,0 +1,755 @@
+/* The jobs of clusters: deploy, interrupt, resume and terminate carried
+ * out through the providers' batch operations, each cluster's on a queue
+ * of its own (jobs.c), cancelled when a terminate preempts them or the
+ * filesystem is unmounted; the requests written to `state` and `restart`;
+ * and at mount, what the providers say of the nodes the store records. */
+#include "lifecycle/cluster_jobs.h"
+
+#include "lifecycle/cluster_hostfile.h"
+#include "lifecycle/cluster_priv.h"
+#include "lifecycle/jobs.h"
+#include "lifecycle/store.h"
+#include "providers/cancel.h"
+#include "providers/provider.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Nodes created per step of a deploy on a provider that creates them one
+ * by one: the state file shows the progress between steps, and a crash
+ * loses at most one step's bookkeeping. */
+#define CLUSTER_DEPLOY_STEP 16
+
+/* The node states a finished action leaves. */
+static const char *const cluster_node_after[PROVIDER_ACTIONS] = {
+	[PROVIDER_CREATE] = "running",
+	[PROVIDER_STOP] = "stopped",
+	[PROVIDER_START] = "running",
+	[PROVIDER_TERMINATE] = "terminated",
+};
+
+/* One provider's share of a cluster's nodes, copied out of the model so
+ * the provider works without its lock. */
+struct cluster_batch {
+	struct provider *p;
+	struct provider_batch b;
+	size_t *idx; /* b.nodes[k] is c->nodes[idx[k]] */
+	struct cancel *cancel;
+};
+
+static void cluster_batch_free(struct cluster_batch *cb)
+{
+	free(cb->b.nodes);
+	free(cb->b.results);
+	free(cb->idx);
+	memset(cb, 0, sizeof(*cb));
+}
+
+/* Providers a job has asked already (each is asked once per job). */
+struct cluster_asked {
+	struct provider *p[MODEL_PROVIDERS_MAX + 1];
+	size_t n;
+};
+
+static bool cluster_was_asked(const struct cluster_asked *a,
+			      const struct provider *p)
+{
+	for (size_t i = 0; a && i < a->n; i++)
+		if (a->p[i] == p)
+			return true;
+	return false;
+}
+
+/* The nodes of c that `want` accepts, of one provider not asked yet (that
+ * of the first such node), at most max (model locked); the provider is
+ * then marked asked. 0, or -1 when out of memory. */
+static int cluster_batch_take(struct model *m, struct cluster *c,
+			      bool (*want)(const struct cluster_node *),
+			      size_t max, struct cluster_asked *asked,
+			      struct cluster_batch *cb)
+{
+	size_t n = 0;
+
+	cb->b.nodes = calloc(c->nnodes ? c->nnodes : 1, sizeof(*cb->b.nodes));
+	cb->b.results =
+		calloc(c->nnodes ? c->nnodes : 1, sizeof(*cb->b.results));
+	cb->idx = calloc(c->nnodes ? c->nnodes : 1, sizeof(*cb->idx));
+	if (!cb->b.nodes || !cb->b.results || !cb->idx)
+		return -1;
+	for (size_t i = 0; i < c->nnodes && n < max; i++) {
+		struct provider *p;
+
+		if (!want(&c->nodes[i]))
+			continue;
+		p = cluster_provider(m, &c->nodes[i]);
+		if ((n && p != cb->p) || cluster_was_asked(asked, p))
+			continue;
+		if (n == 0)
+			cb->p = p;
+		cb->idx[n] = i;
+		cb->b.nodes[n++] = c->nodes[i].pn;
+	}
+	cb->b.n = n;
+	cb->b.cancel = cb->cancel;
+	if (n && asked && asked->n < MODEL_PROVIDERS_MAX + 1)
+		asked->p[asked->n++] = cb->p;
+	return 0;
+}
+
+static bool cluster_node_creating(const struct cluster_node *n)
+{
+	return strcmp(n->state, "creating") == 0;
+}
+
+static bool cluster_node_live(const struct cluster_node *n)
+{
+	return strcmp(n->state, "terminated") != 0;
+}
+
+static bool cluster_node_made(const struct cluster_node *n)
+{
+	return cluster_node_live(n) && *n->pn.instance_id;
+}
+
+/* Call the provider without the model's lock; find c again after (NULL:
+ * it is gone). */
+static struct cluster *cluster_batch_run(struct model *m, const char *handle,
+					 struct cluster_batch *cb,
+					 enum provider_action a, int *rc)
+{
+	pthread_mutex_unlock(&m->lock);
+	if (!cb->p) {
+		snprintf(cb->b.err, sizeof(cb->b.err),
+			 "the provider %s is not set up in cclfs.conf",
+			 "of these nodes");
+		*rc = -ENOENT;
+	} else {
+		*rc = provider_act(cb->p, a, &cb->b);
+	}
+	pthread_mutex_lock(&m->lock);
+	return cluster_find(m, handle);
+}
+
+/*
+ * Record what the provider did to the nodes of cb (addresses, ids, node
+ * states) in one transaction, whatever the cluster's state is now: what
+ * was done to a node is a fact. Only nodes the action succeeded on (or,
+ * for create, that got an id) change. Returns the nodes recorded, or -1
+ * with err when the store refused (memory then stays as it was).
+ */
+static int cluster_batch_record(struct model *m, struct cluster *c,
+				struct cluster_batch *cb, enum provider_action a,
+				char *err, size_t errlen)
+{
+	struct cluster_node *saved = calloc(cb->b.n ? cb->b.n : 1,
+					    sizeof(*saved));
+	int made = 0, src;
+
+	if (!saved) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	src = store_begin(m->store, err, errlen);
+	for (size_t k = 0; k < cb->b.n; k++)
+		saved[k] = c->nodes[cb->idx[k]];
+	for (size_t k = 0; k < cb->b.n && src == 0; k++) {
+		struct cluster_node *nd = &c->nodes[cb->idx[k]];
+		const struct provider_node *pn = &cb->b.nodes[k];
+		bool done = a == PROVIDER_CREATE ? *pn->instance_id != '\0'
+						 : cb->b.results[k].rc == 0;
+
+		if (*cb->b.results[k].msg && cb->b.results[k].rc == 0)
+			cluster_log(m, c, "node %s: %s", nd->name,
+				    cb->b.results[k].msg);
+		if (!done)
+			continue;
+		snprintf(nd->pn.instance_id, sizeof(nd->pn.instance_id), "%s",
+			 pn->instance_id);
+		snprintf(nd->pn.address, sizeof(nd->pn.address), "%s",
+			 pn->address);
+		snprintf(nd->pn.workdir, sizeof(nd->pn.workdir), "%s",
+			 pn->workdir);
+		/* Stop and start leave a node never created as it is. */
+		if (*nd->pn.instance_id || a == PROVIDER_TERMINATE ||
+		    a == PROVIDER_CREATE)
+			snprintf(nd->state, sizeof(nd->state), "%s",
+				 cluster_node_after[a]);
+		nd->since_ns = model_now();
+		src = cluster_store_node(m, nd, err, errlen);
+		made++;
+	}
+	if (src == 0)
+		src = store_commit(m->store, err, errlen);
+	if (src) {
+		store_rollback(m->store);
+		for (size_t k = 0; k < cb->b.n; k++)
+			c->nodes[cb->idx[k]] = saved[k];
+		made = -1;
+	} else {
+		for (size_t k = 0; k < cb->b.n; k++) {
+			char path[64];
+
+			snprintf(path, sizeof(path), "nodes/%s/status",
+				 c->nodes[cb->idx[k]].name);
+			cluster_notify(m, c, path);
+		}
+	}
+	free(saved);
+	return made;
+}
+
+/* Prepare the cluster's nodes for commands that span them (model locked;
+ * unlocks around the provider, find the cluster again after). */
+static int cluster_prepare(struct model *m, struct cluster *c,
+			   struct cancel *cancel, char *err, size_t errlen)
+{
+	struct cluster_batch cb = {.cancel = cancel};
+	struct cluster_text t = {0};
+	char handle[CONTRACT_NAME_MAX + 1];
+	int rc;
+
+	snprintf(handle, sizeof(handle), "%s", c->handle);
+	if (cluster_batch_take(m, c, cluster_node_made, c->nnodes, NULL,
+			       &cb)) {
+		cluster_batch_free(&cb);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	cluster_hostfile(c, &t);
+	cb.b.hostfile = t.buf ? t.buf : "";
+	cb.b.mpi = cluster_is_mpi(c);
+	if (cb.b.n == 0) {
+		rc = 0;
+	} else {
+		cluster_batch_run(m, handle, &cb, PROVIDER_PREPARE, &rc);
+		if (rc)
+			snprintf(err, errlen, "%s", cb.b.err);
+	}
+	free(t.buf);
+	cluster_batch_free(&cb);
+	return rc;
+}
+
+/* Create the nodes not created yet, a step at a time; then prepare them. */
+static void cluster_job_deploy(struct model *m, struct cluster *c,
+			       struct cancel *cancel)
+{
+	char handle[CONTRACT_NAME_MAX + 1], err[MODEL_ERR_MAX];
+	int rc;
+
+	snprintf(handle, sizeof(handle), "%s", c->handle);
+	for (;;) {
+		struct cluster_batch cb = {.cancel = cancel};
+		size_t max = CLUSTER_DEPLOY_STEP;
+		int made;
+
+		c = cluster_find(m, handle);
+		if (!c || c->state != CLUSTER_DEPLOYING)
+			return; /* terminated meanwhile */
+		for (size_t i = 0; i < c->nnodes; i++) {
+			struct provider *p = cluster_provider(m, &c->nodes[i]);
+
+			if (cluster_node_creating(&c->nodes[i]) &&
+			    provider_can(p, PROVIDER_CREATES_WHOLE)) {
+				max = c->nnodes;
+				break;
+			}
+		}
+		if (cluster_batch_take(m, c, cluster_node_creating, max, NULL,
+				       &cb)) {
+			cluster_batch_free(&cb);
+			cluster_job_failed(m, c, "deploy", "out of memory");
+			return;
+		}
+		if (cb.b.n == 0) {
+			cluster_batch_free(&cb);
+			break;
+		}
+		c = cluster_batch_run(m, handle, &cb, PROVIDER_CREATE, &rc);
+		if (!c) {
+			cluster_batch_free(&cb);
+			return;
+		}
+		/* Every node the provider made is recorded, also when it
+		 * failed part way or was cancelled: a terminate must find
+		 * it. */
+		made = cluster_batch_record(m, c, &cb, PROVIDER_CREATE, err,
+					    sizeof(err));
+		if (made < 0 && rc == 0) {
+			rc = -EIO;
+			snprintf(cb.b.err, sizeof(cb.b.err),
+				 "the state store: %.900s", err);
+		}
+		if (made > 0 && c->state == CLUSTER_DEPLOYING) {
+			c->done += made; /* a terminate's count is its own */
+			cluster_notify(m, c, "state");
+		}
+		if (rc && rc != -ECANCELED && c->state == CLUSTER_DEPLOYING)
+			cluster_job_failed(m, c, "deploy", cb.b.err);
+		cluster_batch_free(&cb);
+		if (rc)
+			return;
+	}
+	rc = cluster_prepare(m, c, cancel, err, sizeof(err));
+	c = cluster_find(m, handle);
+	if (!c || c->state != CLUSTER_DEPLOYING)
+		return;
+	if (rc == -ECANCELED)
+		return;
+	if (rc) {
+		char why[MODEL_ERR_MAX + 32];
+
+		snprintf(why, sizeof(why), "preparing the nodes: %s", err);
+		cluster_job_failed(m, c, "deploy", why);
+		return;
+	}
+	{
+		char note[64];
+
+		snprintf(note, sizeof(note), "deployed %zu nodes", c->nnodes);
+		if (cluster_set_state_note(m, c, CLUSTER_RUNNING, note, err,
+					   sizeof(err)))
+			cluster_job_failed(m, c, "deploy", err);
+	}
+}
+
+/* Stop, start or terminate every node, provider by provider (one batch
+ * call each); then, after a start, prepare the nodes again; then the
+ * state the job ends in. */
+static void cluster_job_nodes(struct model *m, struct cluster *c,
+			      enum cluster_op op, struct cancel *cancel)
+{
+	static const enum provider_action acts[CLUSTER_OPS] = {
+		[CLUSTER_OP_STOP] = PROVIDER_STOP,
+		[CLUSTER_OP_START] = PROVIDER_START,
+		[CLUSTER_OP_TERMINATE] = PROVIDER_TERMINATE,
+	};
+	enum cluster_state during = cluster_state_during(op);
+	enum provider_action a = acts[op];
+	char handle[CONTRACT_NAME_MAX + 1], err[MODEL_ERR_MAX];
+	/* A terminate asks the provider even for a node without an id: a
+	 * crash or a cancelled create may have made it unrecorded. */
+	bool (*want)(const struct cluster_node *) =
+		op == CLUSTER_OP_TERMINATE ? cluster_node_live
+					   : cluster_node_made;
+	/* Each provider once: nodes it did not do stay wanted. */
+	struct cluster_asked asked = {.n = 0};
+	int rc;
+
+	snprintf(handle, sizeof(handle), "%s", c->handle);
+	for (;;) {
+		struct cluster_batch cb = {.cancel = cancel};
+		int done;
+
+		c = cluster_find(m, handle);
+		if (!c || c->state != during)
+			return;
+		if (cluster_batch_take(m, c, want, c->nnodes, &asked, &cb)) {
+			cluster_batch_free(&cb);
+			cluster_job_failed(m, c, cluster_state_names[during],
+					   "out of memory");
+			return;
+		}
+		if (cb.b.n == 0) {
+			cluster_batch_free(&cb);
+			break;
+		}
+		c = cluster_batch_run(m, handle, &cb, a, &rc);
+		if (!c) {
+			cluster_batch_free(&cb);
+			return;
+		}
+		done = cluster_batch_record(m, c, &cb, a, err, sizeof(err));
+		if (done < 0 && rc == 0) {
+			rc = -EIO;
+			snprintf(cb.b.err, sizeof(cb.b.err),
+				 "the state store: %.900s", err);
+		}
+		if (c->state == during && done > 0) {
+			c->done += done;
+			cluster_notify(m, c, "state");
+		}
+		if (rc && rc != -ECANCELED && c->state == during)
+			cluster_job_failed(m, c, cluster_state_names[during],
+					   cb.b.err);
+		cluster_batch_free(&cb);
+		if (rc)
+			return;
+	}
+	/* Resumed nodes may have new addresses: their hostfile and known
+	 * hosts follow. A failure leaves the cluster running, said in its
+	 * error file and log. */
+	if (op == CLUSTER_OP_START) {
+		rc = cluster_prepare(m, c, cancel, err, sizeof(err));
+		c = cluster_find(m, handle);
+		if (!c || c->state != during || rc == -ECANCELED)
+			return;
+		if (rc) {
+			char why[MODEL_ERR_MAX + 64];
+
+			snprintf(why, sizeof(why),
+				 "preparing the resumed nodes: %s", err);
+			cluster_fail(m, c, "", -EIO, why);
+		}
+	}
+	if (cluster_set_state(m, c, cluster_state_after(op, true), err,
+			      sizeof(err)))
+		cluster_job_failed(m, c, cluster_state_names[during], err);
+}
+
+/* At mount: what each provider says of the nodes the store has as
+ * running or stopped. A node its provider no longer has is marked
+ * terminated, and the log and error say so; nothing else changes. */
+static void cluster_job_reconcile(struct model *m, struct cluster *c,
+				  struct cancel *cancel)
+{
+	static const char *const said[] = {
+		[PROVIDER_NODE_RUNNING] = "running",
+		[PROVIDER_NODE_STOPPED] = "stopped",
+		[PROVIDER_NODE_GONE] = "terminated",
+	};
+	struct cluster_batch cb = {.cancel = cancel};
+	char handle[CONTRACT_NAME_MAX + 1], err[MODEL_ERR_MAX];
+	int rc;
+
+	snprintf(handle, sizeof(handle), "%s", c->handle);
+	if (cluster_batch_take(m, c, cluster_node_made, c->nnodes, NULL,
+			       &cb) ||
+	    cb.b.n == 0) {
+		cluster_batch_free(&cb);
+		return;
+	}
+	c = cluster_batch_run(m, handle, &cb, PROVIDER_DESCRIBE, &rc);
+	if (!c || rc) {
+		if (c && rc != -ECANCELED)
+			cluster_log(m, c,
+				    "the provider could not say what it has "
+				    "of the nodes: %s",
+				    cb.b.err);
+		cluster_batch_free(&cb);
+		return;
+	}
+	for (size_t k = 0; k < cb.b.n; k++) {
+		struct cluster_node *nd = &c->nodes[cb.idx[k]];
+		enum provider_state ps = cb.b.results[k].state;
+		char why[MODEL_ERR_MAX];
+
+		/* A transition under way (a job of this mount) is not
+		 * second-guessed; neither is a node that matches. */
+		if (cluster_state_moving(c->state) ||
+		    strcmp(nd->state, said[ps]) == 0 ||
+		    ps != PROVIDER_NODE_GONE || !cluster_node_live(nd))
+			continue;
+		snprintf(why, sizeof(why),
+			 "node %s (%s) is gone: its provider no longer has "
+			 "it (the store had it %s)",
+			 nd->name, nd->pn.instance_id, nd->state);
+		snprintf(nd->state, sizeof(nd->state), "terminated");
+		nd->since_ns = model_now();
+		if (cluster_store_node(m, nd, err, sizeof(err)))
+			cluster_log(m, c, "the state store: %s", err);
+		{
+			char path[64];
+
+			snprintf(path, sizeof(path), "nodes/%s/status",
+				 nd->name);
+			cluster_notify(m, c, path);
+		}
+		cluster_fail(m, c, "", 0, why);
+	}
+	cluster_batch_free(&cb);
+}
+
+/* A provider's resources that belong to no cluster (keyed by provider). */
+struct cluster_strays {
+	struct model *m;
+	const char *provider;
+};
+
+static int cluster_strays_known(void *ctx, const char *handle,
+				const char *token)
+{
+	struct cluster_strays *s = ctx;
+	const struct cluster *c;
+	int known;
+
+	pthread_mutex_lock(&s->m->lock);
+	c = cluster_find(s->m, handle);
+	known = c && strcmp(c->token, token) == 0;
+	pthread_mutex_unlock(&s->m->lock);
+	return known;
+}
+
+static void cluster_strays_report(void *ctx, const char *sentence)
+{
+	struct cluster_strays *s = ctx;
+
+	pthread_mutex_lock(&s->m->lock);
+	model_log(s->m, s->provider, "%s", sentence);
+	pthread_mutex_unlock(&s->m->lock);
+	/* The daemon's stderr has it too (-f); the store's log keeps it. */
+	if (!s->m->verbose)
+		fprintf(stderr, "cclfs: %s: %s\n", s->provider, sentence);
+}
+
+static void cluster_job_strays(struct model *m, struct provider *p,
+			       struct cancel *cancel)
+{
+	struct cluster_strays s = {m, p->entry->name};
+	char err[PROVIDER_ERR_MAX];
+
+	if (p->ops->strays(p, cluster_strays_known, cluster_strays_report, &s,
+			   cancel, err, sizeof(err)) &&
+	    !cancel_requested(cancel)) {
+		pthread_mutex_lock(&m->lock);
+		model_log(m, p->entry->name,
+			  "cannot list what cclfs tagged: %s", err);
+		pthread_mutex_unlock(&m->lock);
+	}
+}
+
+/* Jobs of clusters are keyed by handle; a provider's own by "/NAME" (no
+ * handle has a '/'). */
+static void cluster_job(void *ctx, const char *key, int op,
+			struct cancel *cancel)
+{
+	struct model *m = ctx;
+	struct cluster *c;
+
+	if (key[0] == '/') {
+		for (size_t i = 0; i < m->nproviders; i++)
+			if (strcmp(m->providers[i]->entry->name, key + 1) == 0)
+				cluster_job_strays(m, m->providers[i], cancel);
+		return;
+	}
+	pthread_mutex_lock(&m->lock);
+	c = cluster_find(m, key);
+	if (c) {
+		switch ((enum cluster_op)op) {
+		case CLUSTER_OP_DEPLOY:
+			cluster_job_deploy(m, c, cancel);
+			break;
+		case CLUSTER_OP_RECONCILE:
+			cluster_job_reconcile(m, c, cancel);
+			break;
+		default:
+			cluster_job_nodes(m, c, (enum cluster_op)op, cancel);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+void cluster_jobs_queue(struct model *m, const char *handle,
+			enum cluster_op op)
+{
+	/* A job that cannot be queued is done again at the next mount:
+	 * the state store has the transition. */
+	if (m->jobs && jobs_submit(m->jobs, handle, (int)op)) {
+		struct cluster *c = cluster_find(m, handle);
+
+		if (c)
+			cluster_log(m, c,
+				    "the %s job could not be started; it runs "
+				    "at the next mount",
+				    cluster_state_names[cluster_state_during(
+					    op)]);
+	}
+}
+
+int cluster_request_state(struct model *m, struct cluster *c,
+			  enum cluster_op op)
+{
+	static const char *const asked[CLUSTER_OPS] = {
+		[CLUSTER_OP_STOP] = "interrupted",
+		[CLUSTER_OP_START] = "resumed",
+		[CLUSTER_OP_TERMINATE] = "terminated",
+	};
+	char why[MODEL_ERR_MAX], err[MODEL_ERR_MAX];
+	enum cluster_state to;
+	bool job;
+
+	if (cluster_state_next(c->state, op, &to, &job)) {
+		snprintf(why, sizeof(why),
+			 "the cluster is %s; it cannot be %s from there",
+			 cluster_state_names[c->state], asked[op]);
+		return cluster_fail(m, c, "state", -EBUSY, why);
+	}
+	if (!job) {
+		cluster_clear_error(m, c);
+		return 0;
+	}
+	if (cluster_set_state(m, c, to, err, sizeof(err)))
+		return cluster_fail(m, c, "state", -EIO, err);
+	cluster_clear_error(m, c);
+	/* A terminate preempts whatever the cluster's job is doing: it
+	 * stops at its next wait, and the terminate finds what it made. */
+	if (op == CLUSTER_OP_TERMINATE && m->jobs)
+		jobs_cancel(m->jobs, c->handle);
+	cluster_jobs_queue(m, c->handle, op);
+	return 0;
+}
+
+int cluster_restart(struct model *m, struct cluster *c)
+{
+	char handle[CONTRACT_NAME_MAX + 1], err[MODEL_ERR_MAX];
+	struct cluster_asked asked = {.n = 0};
+	int rc = 0;
+
+	if (c->state != CLUSTER_RUNNING && c->state != CLUSTER_INTERRUPTED) {
+		snprintf(err, sizeof(err),
+			 "the cluster is %s; restart needs it running or "
+			 "interrupted",
+			 cluster_state_names[c->state]);
+		return cluster_fail(m, c, "restart", -EBUSY, err);
+	}
+	snprintf(handle, sizeof(handle), "%s", c->handle);
+	/* Provider by provider, the nodes of each at once. */
+	while (rc == 0 && (c = cluster_find(m, handle))) {
+		struct cluster_batch cb = {0};
+
+		if (cluster_batch_take(m, c, cluster_node_made, c->nnodes,
+				       &asked, &cb)) {
+			cluster_batch_free(&cb);
+			return -ENOMEM;
+		}
+		if (cb.b.n == 0) {
+			cluster_batch_free(&cb);
+			break;
+		}
+		cb.b.sig = SIGKILL;
+		cluster_batch_run(m, handle, &cb, PROVIDER_SIGNAL, &rc);
+		if (rc)
+			snprintf(err, sizeof(err), "%s", cb.b.err);
+		cluster_batch_free(&cb);
+	}
+	c = cluster_find(m, handle);
+	if (!c)
+		return -ENOENT;
+	if (rc)
+		return cluster_fail(m, c, "restart", -EIO, err);
+	c->restart_ns = model_now();
+	cluster_clear_error(m, c);
+	cluster_log(m, c, "restart: killed every process cclfs started");
+	return 0;
+}
+
+/* --- the providers and the runner --- */
+
+/* A provider says that how it reaches a node changed. */
+static void cluster_reach_changed(void *ctx, const char *handle, int rank)
+{
+	char path[160];
+
+	if (rank < 0)
+		snprintf(path, sizeof(path), "clusters/%s/nodes/manager/status",
+			 handle);
+	else
+		snprintf(path, sizeof(path), "clusters/%s/nodes/%d/status",
+			 handle, rank);
+	model_notify_path(ctx, path);
+}
+
+int cluster_jobs_open(struct model *m, char *err, size_t errlen)
+{
+	m->jobs = jobs_new(cluster_job, m);
+	if (!m->jobs) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t r = 0; m->registry[r]; r++) {
+		struct provider *p;
+
+		if (m->nproviders == MODEL_PROVIDERS_MAX)
+			break;
+		err[0] = '\0';
+		p = m->registry[r]->open(m->config, m->statedir, err, errlen);
+		if (!p && *err)
+			return -1;
+		if (!p)
+			continue; /* not set up in cclfs.conf */
+		p->notify = cluster_reach_changed;
+		p->notify_ctx = m;
+		m->providers[m->nproviders++] = p;
+		/* It learns the nodes it has from the clusters of the
+		 * store. */
+		for (size_t i = 0; p->ops->attach && i < m->nclusters; i++)
+			for (size_t k = 0; k < m->clusters[i]->nnodes; k++) {
+				const struct cluster_node *nd =
+					&m->clusters[i]->nodes[k];
+
+				if (cluster_provider(m, nd) == p &&
+				    cluster_node_made(nd))
+					p->ops->attach(p, &nd->pn);
+			}
+	}
+	return 0;
+}
+
+/* Whether cclfs.conf has the provider's section, or a cluster uses it. */
+static bool cluster_provider_used(const struct model *m,
+				  const struct provider *p)
+{
+	const char *sec = p->entry->section;
+
+	for (size_t i = 0; sec && m->config && i < m->config->count; i++)
+		if (strcmp(m->config->entries[i].section, sec) == 0)
+			return true;
+	for (size_t i = 0; i < m->nclusters; i++)
+		for (size_t k = 0; k < m->clusters[i]->nnodes; k++)
+			if (strcmp(m->clusters[i]->nodes[k].provider,
+				   p->entry->name) == 0)
+				return true;
+	return false;
+}
+
+int model_start(struct model *m, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < m->nproviders; i++) {
+		char key[80];
+
+		if (!provider_can(m->providers[i], PROVIDER_FINDS_STRAYS) ||
+		    !cluster_provider_used(m, m->providers[i]))
+			continue;
+		snprintf(key, sizeof(key), "/%s", m->providers[i]->entry->name);
+		jobs_submit(m->jobs, key, 0);
+	}
+	/* What a crash left half done is finished now; what the store has
+	 * as settled is checked against the providers. */
+	for (size_t i = 0; i < m->nclusters; i++) {
+		struct cluster *c = m->clusters[i];
+		static const enum cluster_op resume[CLUSTER_STATES] = {
+			[CLUSTER_DEPLOYING] = CLUSTER_OP_DEPLOY,
+			[CLUSTER_INTERRUPTING] = CLUSTER_OP_STOP,
+			[CLUSTER_RESUMING] = CLUSTER_OP_START,
+			[CLUSTER_TERMINATING] = CLUSTER_OP_TERMINATE,
+			[CLUSTER_RUNNING] = CLUSTER_OP_RECONCILE,
+			[CLUSTER_INTERRUPTED] = CLUSTER_OP_RECONCILE,
+			[CLUSTER_TERMINATED] = CLUSTER_OPS,
+			[CLUSTER_FAILED] = CLUSTER_OPS,
+		};
+
+		if (resume[c->state] != CLUSTER_OPS)
+			cluster_jobs_queue(m, c->handle, resume[c->state]);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+void cluster_jobs_close(struct model *m)
+{
+	/* Every job stops at its next wait; the store has what they did,
+	 * and the next mount goes on from there. */
+	if (m->jobs)
+		jobs_free(m->jobs);
+	m->jobs = NULL;
+	for (size_t i = 0; i < m->nproviders; i++)
+		m->providers[i]->ops->close(m->providers[i]);
+	m->nproviders = 0;
+}
