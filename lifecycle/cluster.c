@@ -223,8 +223,8 @@ void cluster_clear_error(struct model *m, struct cluster *c)
 
 /* Move c to state s (and store it). */
 int cluster_set_state_note(struct model *m, struct cluster *c,
-				  enum cluster_state s, const char *note,
-				  char *err, size_t errlen)
+			   enum cluster_state s, const char *note, char *err,
+			   size_t errlen)
 {
 	enum cluster_state old = c->state;
 	int64_t old_ns = c->state_ns;
@@ -259,8 +259,8 @@ int cluster_set_state_note(struct model *m, struct cluster *c,
 	return 0;
 }
 
-int cluster_set_state(struct model *m, struct cluster *c,
-			     enum cluster_state s, char *err, size_t errlen)
+int cluster_set_state(struct model *m, struct cluster *c, enum cluster_state s,
+		      char *err, size_t errlen)
 {
 	return cluster_set_state_note(m, c, s, NULL, err, errlen);
 }
@@ -317,7 +317,6 @@ void cluster_printf(struct cluster_text *t, const char *fmt, ...)
 		}
 	}
 }
-
 
 bool cluster_is_mpi(const struct cluster *c)
 {

@@ -33,8 +33,8 @@ struct cluster_attr {
 	/* The content, rendered from memory (NULL for command output, kept
 	 * in the file `output` names under the cluster's directory: "%s" is
 	 * the node's name). */
-	void (*show)(struct model *m, struct cluster *c,
-		     struct cluster_node *n, struct cluster_text *t);
+	void (*show)(struct model *m, struct cluster *c, struct cluster_node *n,
+		     struct cluster_text *t);
 	const char *output;
 	int64_t (*mtime)(const struct cluster *c, const struct cluster_node *n);
 	/* A request written (also fired by touch when `touch` is set). */
@@ -161,8 +161,8 @@ static void cluster_show_reach(const struct model *m,
 	struct provider *p = cluster_provider((struct model *)m, n);
 	char reach[1024];
 
-	if (!provider_can(p, PROVIDER_HAS_CONNECTIONS) ||
-	    !*n->pn.instance_id || strcmp(n->state, "terminated") == 0)
+	if (!provider_can(p, PROVIDER_HAS_CONNECTIONS) || !*n->pn.instance_id ||
+	    strcmp(n->state, "terminated") == 0)
 		return;
 	if (p->ops->reach(p, &n->pn, reach, sizeof(reach)))
 		snprintf(reach, sizeof(reach), "not connected yet");
@@ -363,10 +363,10 @@ static const struct cluster_attr cluster_node_attrs[] = {
 #define CLUSTER_NODE_ATTRS                                                     \
 	(sizeof(cluster_node_attrs) / sizeof(*cluster_node_attrs))
 
-static const struct cluster_attr *cluster_attr_find(bool node,
-						    const char *file)
+static const struct cluster_attr *cluster_attr_find(bool node, const char *file)
 {
-	const struct cluster_attr *v = node ? cluster_node_attrs : cluster_attrs;
+	const struct cluster_attr *v =
+		node ? cluster_node_attrs : cluster_attrs;
 	size_t n = node ? CLUSTER_NODE_ATTRS : CLUSTER_ATTRS;
 
 	for (size_t i = 0; i < n; i++)
@@ -546,9 +546,8 @@ int model_cluster_file_touch(struct model *m, const char *handle,
 	return rc;
 }
 
-int model_cluster_command(struct model *m, const char *handle,
-			  const char *node, const char *file,
-			  const char *command, size_t len,
+int model_cluster_command(struct model *m, const char *handle, const char *node,
+			  const char *file, const char *command, size_t len,
 			  int (*cancelled)(void *), void *cancel_ctx,
 			  int *out_fd)
 {

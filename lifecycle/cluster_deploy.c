@@ -133,8 +133,7 @@ static bool cluster_deployable(const struct model *m, const char *name)
 }
 
 /* "the local, hosts and ec2 providers": every provider of the registry. */
-static void cluster_provider_names(const struct model *m, char *out,
-				   size_t len)
+static void cluster_provider_names(const struct model *m, char *out, size_t len)
 {
 	size_t o = (size_t)snprintf(out, len, "the "), n = 0;
 
@@ -254,8 +253,8 @@ int cluster_deploy(struct model *m, const struct cluster_request *req,
 			char names[256];
 
 			for (size_t i = 0; m->registry[i] && !e; i++)
-				if (strcmp(m->registry[i]->name,
-					   provider[r]) == 0)
+				if (strcmp(m->registry[i]->name, provider[r]) ==
+				    0)
 					e = m->registry[i];
 			cluster_provider_names(m, names, sizeof(names));
 			if (e)
@@ -535,4 +534,3 @@ int model_node_stat(struct model *m, const char *handle, const char *node,
 	pthread_mutex_unlock(&m->lock);
 	return rc;
 }
-

@@ -87,4 +87,3 @@ int cluster_write_hostfile(struct model *m, struct cluster *c, const char *dir,
 	free(t.buf);
 	return rc;
 }
-

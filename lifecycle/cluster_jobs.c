@@ -137,16 +137,18 @@ static struct cluster *cluster_batch_run(struct model *m, const char *handle,
  * Record what the provider did to the nodes of cb (addresses, ids, node
  * states) in one transaction, whatever the cluster's state is now: what
  * was done to a node is a fact. Only nodes the action succeeded on (or,
- * for create, that got an id) change. Returns the nodes recorded, or -1
- * with err when the store refused (memory then stays as it was).
+ * for create, that got an id) change. Returns the nodes the action is
+ * done on, or -1 with err when the store refused (memory then stays as
+ * it was).
  */
 static int cluster_batch_record(struct model *m, struct cluster *c,
-				struct cluster_batch *cb, enum provider_action a,
-				char *err, size_t errlen)
+				struct cluster_batch *cb,
+				enum provider_action a, int rc, char *err,
+				size_t errlen)
 {
-	struct cluster_node *saved = calloc(cb->b.n ? cb->b.n : 1,
-					    sizeof(*saved));
-	int made = 0, src;
+	struct cluster_node *saved =
+		calloc(cb->b.n ? cb->b.n : 1, sizeof(*saved));
+	int count = 0, src;
 
 	if (!saved) {
 		snprintf(err, errlen, "out of memory");
@@ -158,13 +160,16 @@ static int cluster_batch_record(struct model *m, struct cluster *c,
 	for (size_t k = 0; k < cb->b.n && src == 0; k++) {
 		struct cluster_node *nd = &c->nodes[cb->idx[k]];
 		const struct provider_node *pn = &cb->b.nodes[k];
-		bool done = a == PROVIDER_CREATE ? *pn->instance_id != '\0'
-						 : cb->b.results[k].rc == 0;
+		/* A node the create made but did not finish (it failed or
+		 * was cancelled) keeps its id, for the terminate or the next
+		 * try to find it, and stays creating. */
+		bool done = rc == 0 && cb->b.results[k].rc == 0;
+		bool made = a == PROVIDER_CREATE && *pn->instance_id;
 
 		if (*cb->b.results[k].msg && cb->b.results[k].rc == 0)
 			cluster_log(m, c, "node %s: %s", nd->name,
 				    cb->b.results[k].msg);
-		if (!done)
+		if (!done && !made)
 			continue;
 		snprintf(nd->pn.instance_id, sizeof(nd->pn.instance_id), "%s",
 			 pn->instance_id);
@@ -173,13 +178,14 @@ static int cluster_batch_record(struct model *m, struct cluster *c,
 		snprintf(nd->pn.workdir, sizeof(nd->pn.workdir), "%s",
 			 pn->workdir);
 		/* Stop and start leave a node never created as it is. */
-		if (*nd->pn.instance_id || a == PROVIDER_TERMINATE ||
-		    a == PROVIDER_CREATE)
+		if (done && (*nd->pn.instance_id || a == PROVIDER_TERMINATE ||
+			     a == PROVIDER_CREATE)) {
 			snprintf(nd->state, sizeof(nd->state), "%s",
 				 cluster_node_after[a]);
+			count++;
+		}
 		nd->since_ns = model_now();
 		src = cluster_store_node(m, nd, err, errlen);
-		made++;
 	}
 	if (src == 0)
 		src = store_commit(m->store, err, errlen);
@@ -187,7 +193,7 @@ static int cluster_batch_record(struct model *m, struct cluster *c,
 		store_rollback(m->store);
 		for (size_t k = 0; k < cb->b.n; k++)
 			c->nodes[cb->idx[k]] = saved[k];
-		made = -1;
+		count = -1;
 	} else {
 		for (size_t k = 0; k < cb->b.n; k++) {
 			char path[64];
@@ -198,7 +204,7 @@ static int cluster_batch_record(struct model *m, struct cluster *c,
 		}
 	}
 	free(saved);
-	return made;
+	return count;
 }
 
 /* Prepare the cluster's nodes for commands that span them (model locked;
@@ -212,8 +218,7 @@ static int cluster_prepare(struct model *m, struct cluster *c,
 	int rc;
 
 	snprintf(handle, sizeof(handle), "%s", c->handle);
-	if (cluster_batch_take(m, c, cluster_node_made, c->nnodes, NULL,
-			       &cb)) {
+	if (cluster_batch_take(m, c, cluster_node_made, c->nnodes, NULL, &cb)) {
 		cluster_batch_free(&cb);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -276,7 +281,7 @@ static void cluster_job_deploy(struct model *m, struct cluster *c,
 		/* Every node the provider made is recorded, also when it
 		 * failed part way or was cancelled: a terminate must find
 		 * it. */
-		made = cluster_batch_record(m, c, &cb, PROVIDER_CREATE, err,
+		made = cluster_batch_record(m, c, &cb, PROVIDER_CREATE, rc, err,
 					    sizeof(err));
 		if (made < 0 && rc == 0) {
 			rc = -EIO;
@@ -332,9 +337,9 @@ static void cluster_job_nodes(struct model *m, struct cluster *c,
 	char handle[CONTRACT_NAME_MAX + 1], err[MODEL_ERR_MAX];
 	/* A terminate asks the provider even for a node without an id: a
 	 * crash or a cancelled create may have made it unrecorded. */
-	bool (*want)(const struct cluster_node *) =
-		op == CLUSTER_OP_TERMINATE ? cluster_node_live
-					   : cluster_node_made;
+	bool (*want)(const struct cluster_node *) = op == CLUSTER_OP_TERMINATE
+							    ? cluster_node_live
+							    : cluster_node_made;
 	/* Each provider once: nodes it did not do stay wanted. */
 	struct cluster_asked asked = {.n = 0};
 	int rc;
@@ -362,7 +367,7 @@ static void cluster_job_nodes(struct model *m, struct cluster *c,
 			cluster_batch_free(&cb);
 			return;
 		}
-		done = cluster_batch_record(m, c, &cb, a, err, sizeof(err));
+		done = cluster_batch_record(m, c, &cb, a, rc, err, sizeof(err));
 		if (done < 0 && rc == 0) {
 			rc = -EIO;
 			snprintf(cb.b.err, sizeof(cb.b.err),
@@ -416,8 +421,7 @@ static void cluster_job_reconcile(struct model *m, struct cluster *c,
 	int rc;
 
 	snprintf(handle, sizeof(handle), "%s", c->handle);
-	if (cluster_batch_take(m, c, cluster_node_made, c->nnodes, NULL,
-			       &cb) ||
+	if (cluster_batch_take(m, c, cluster_node_made, c->nnodes, NULL, &cb) ||
 	    cb.b.n == 0) {
 		cluster_batch_free(&cb);
 		return;
@@ -543,8 +547,7 @@ static void cluster_job(void *ctx, const char *key, int op,
 	pthread_mutex_unlock(&m->lock);
 }
 
-void cluster_jobs_queue(struct model *m, const char *handle,
-			enum cluster_op op)
+void cluster_jobs_queue(struct model *m, const char *handle, enum cluster_op op)
 {
 	/* A job that cannot be queued is done again at the next mount:
 	 * the state store has the transition. */
@@ -552,11 +555,11 @@ void cluster_jobs_queue(struct model *m, const char *handle,
 		struct cluster *c = cluster_find(m, handle);
 
 		if (c)
-			cluster_log(m, c,
-				    "the %s job could not be started; it runs "
-				    "at the next mount",
-				    cluster_state_names[cluster_state_during(
-					    op)]);
+			cluster_log(
+				m, c,
+				"the %s job could not be started; it runs "
+				"at the next mount",
+				cluster_state_names[cluster_state_during(op)]);
 	}
 }
 

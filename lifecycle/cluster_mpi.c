@@ -19,8 +19,6 @@
 
 static atomic_uint cluster_mpi_seq;
 
-
-
 /* The command the launch node runs: mpirun with the cluster's hostfile
  * and every slot, config/directory and config/mpiflags applied. */
 static char *cluster_mpi_command(const struct cluster *c, const char *line,

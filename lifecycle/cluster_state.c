@@ -11,8 +11,8 @@ const char *const cluster_state_names[CLUSTER_STATES] = {
 
 /* Requests from each state: the state to move to (a job carries it out),
  * STAY (there or going there already: nothing to do) or BUSY. */
-#define STAY (-1)
-#define BUSY (-2)
+#define STAY	 (-1)
+#define BUSY	 (-2)
 #define REQUESTS 3 /* stop, start, terminate: cluster_op - 1 */
 
 static const int cluster_requests[CLUSTER_STATES][REQUESTS] = {
@@ -46,8 +46,10 @@ static const struct {
 	const char *word;
 	enum cluster_op op;
 } cluster_words[] = {
-	{"interrupted", CLUSTER_OP_STOP}, {"interrupt", CLUSTER_OP_STOP},
-	{"resumed", CLUSTER_OP_START},	  {"resume", CLUSTER_OP_START},
+	{"interrupted", CLUSTER_OP_STOP},
+	{"interrupt", CLUSTER_OP_STOP},
+	{"resumed", CLUSTER_OP_START},
+	{"resume", CLUSTER_OP_START},
 	{"terminated", CLUSTER_OP_TERMINATE},
 	{"terminate", CLUSTER_OP_TERMINATE},
 };

@@ -7,9 +7,9 @@
 #include "resolver/assumption.h"
 
 #include <ctype.h>
-#include <stdbool.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

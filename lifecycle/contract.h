@@ -36,7 +36,7 @@ enum contract_role {
 	CONTRACT_ROLE_RESOLUTION,
 	CONTRACT_ROLE_CANDIDATES,
 	CONTRACT_ROLE_ERROR,
-	CONTRACT_ROLE_POLICY, /* config/resolve_policy */
+	CONTRACT_ROLE_POLICY,	/* config/resolve_policy */
 	CONTRACT_ROLE_PROVIDER, /* config/ read by a provider (imageid...) */
 };
 

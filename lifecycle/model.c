@@ -235,7 +235,8 @@ struct model *model_open(const struct model_options *opt, char *err,
 		goto fail;
 	if (m->contracts_ns == 0)
 		m->contracts_ns = model_now();
-	m->resolution = resolution_env_open(opt->config, m->registry, err, errlen);
+	m->resolution =
+		resolution_env_open(opt->config, m->registry, err, errlen);
 	if (!m->resolution)
 		goto fail;
 	snprintf(m->statedir, sizeof(m->statedir), "%s", opt->statedir);

@@ -159,9 +159,8 @@ int model_exec(struct model *m, const char *handle, const char *node,
 
 /* Run what was written to a command file (node NULL for the cluster's):
  * model_exec or model_mpiexec, by the file. */
-int model_cluster_command(struct model *m, const char *handle,
-			  const char *node, const char *file,
-			  const char *command, size_t len,
+int model_cluster_command(struct model *m, const char *handle, const char *node,
+			  const char *file, const char *command, size_t len,
 			  int (*cancelled)(void *), void *cancel_ctx,
 			  int *out_fd);
 

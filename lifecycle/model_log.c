@@ -40,4 +40,3 @@ void model_log(struct model *m, const char *subject, const char *fmt, ...)
 	if (m->verbose)
 		fprintf(stderr, "cclfs: %s: %s\n", subject, line);
 }
-

@@ -54,8 +54,8 @@ static int resolution_add_type(struct resolution_env *env,
 			 t->origin, t->accelerator);
 		return -1;
 	}
-	return catalog_add(env->catalog, e->name, t->name, number, type, 0,
-			   err, errlen);
+	return catalog_add(env->catalog, e->name, t->name, number, type, 0, err,
+			   errlen);
 }
 
 /* The types every provider of the registry offers of its own. */
@@ -85,9 +85,10 @@ static int resolution_add_providers(struct resolution_env *env,
 	return rc;
 }
 
-struct resolution_env *resolution_env_open(const struct config *cfg,
-					   const struct provider_entry *const *reg,
-					   char *err, size_t errlen)
+struct resolution_env *
+resolution_env_open(const struct config *cfg,
+		    const struct provider_entry *const *reg, char *err,
+		    size_t errlen)
 {
 	struct resolution_env *env = calloc(1, sizeof(*env));
 

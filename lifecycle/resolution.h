@@ -15,9 +15,10 @@ struct provider_entry;
 /* The current value of contract schema field `field` (never NULL). */
 typedef const char *(*resolution_value_fn)(void *ctx, int field);
 
-struct resolution_env *resolution_env_open(const struct config *cfg,
-					   const struct provider_entry *const *reg,
-					   char *err, size_t errlen);
+struct resolution_env *
+resolution_env_open(const struct config *cfg,
+		    const struct provider_entry *const *reg, char *err,
+		    size_t errlen);
 void resolution_env_close(struct resolution_env *env);
 /* An environment over a catalog built by the caller (benchmarks, tests),
  * which it takes over; NULL when out of memory (the catalog is closed). */

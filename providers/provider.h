@@ -69,21 +69,21 @@ enum provider_action {
 /* What the provider can do or needs, beyond what every provider does
  * (create, terminate, signal, describe, run). */
 enum provider_caps {
-	PROVIDER_CAN_STOP = 1 << 0,	/* stop and start */
-	PROVIDER_NEEDS_PREPARE = 1 << 1, /* commands span nodes over SSH */
-	PROVIDER_CREATES_WHOLE = 1 << 2, /* create every node in one call */
-	PROVIDER_HAS_FILES = 1 << 3,	/* nodes/N/files/ */
+	PROVIDER_CAN_STOP = 1 << 0,	   /* stop and start */
+	PROVIDER_NEEDS_PREPARE = 1 << 1,   /* commands span nodes over SSH */
+	PROVIDER_CREATES_WHOLE = 1 << 2,   /* create every node in one call */
+	PROVIDER_HAS_FILES = 1 << 3,	   /* nodes/N/files/ */
 	PROVIDER_HAS_CONNECTIONS = 1 << 4, /* reach: connection: in status */
-	PROVIDER_FINDS_STRAYS = 1 << 5, /* strays: resources of no cluster */
+	PROVIDER_FINDS_STRAYS = 1 << 5,	   /* strays: resources of no cluster */
 };
 
 #define PROVIDER_MSG_MAX 512
 #define PROVIDER_ERR_MAX 1024
 
 struct provider_result {
-	int rc;				/* 0, or -errno for this node */
-	enum provider_state state;	/* PROVIDER_DESCRIBE */
-	char msg[PROVIDER_MSG_MAX];	/* why it failed, or a note */
+	int rc;			    /* 0, or -errno for this node */
+	enum provider_state state;  /* PROVIDER_DESCRIBE */
+	char msg[PROVIDER_MSG_MAX]; /* why it failed, or a note */
 };
 
 struct cancel;
@@ -96,9 +96,9 @@ struct provider_batch {
 	 * once fired the call returns -ECANCELED within 250 ms, leaving
 	 * what it made for a terminate to find. May be NULL. */
 	struct cancel *cancel;
-	const char *hostfile; /* PROVIDER_PREPARE */
-	int mpi;	      /* PROVIDER_PREPARE: an MPI cluster */
-	int sig;	      /* PROVIDER_SIGNAL */
+	const char *hostfile;	    /* PROVIDER_PREPARE */
+	int mpi;		    /* PROVIDER_PREPARE: an MPI cluster */
+	int sig;		    /* PROVIDER_SIGNAL */
 	char err[PROVIDER_ERR_MAX]; /* why the call failed as a whole */
 };
 

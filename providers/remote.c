@@ -293,8 +293,8 @@ static int remote_exec_all(struct remote *r, const struct provider_node *nodes,
 
 		if (!nds[i])
 			continue;
-		rr = ssh_exec_wait(nds[i]->conn, &xs[i], cancel_check, cancel, e,
-				   sizeof(e));
+		rr = ssh_exec_wait(nds[i]->conn, &xs[i], cancel_check, cancel,
+				   e, sizeof(e));
 		if (rr == 0 && xs[i].exit_status != 0) {
 			xs[i].errtext[strcspn(xs[i].errtext, "\n")] = '\0';
 			snprintf(e, sizeof(e), "%s failed: %s", what,

@@ -861,6 +861,11 @@ int ssh_wait(struct ssh_conn *c, struct ssh_req *r, int (*cancelled)(void *),
 			uint64_t one = 1;
 
 			atomic_store(&r->cancel, 1);
+			/* A connection still being made would finish its
+			 * handshake (or time out) before the request could
+			 * stop: end the attempt now; its requests fail. */
+			if (!c->up && c->sock >= 0)
+				shutdown(c->sock, SHUT_RDWR);
 			if (write(c->wake, &one, sizeof(one)) < 0) {
 				/* awake anyway */
 			}

@@ -190,7 +190,8 @@ static int ec2_do(struct ec2_ctx *c, struct ec2_query *q, char *code,
 {
 	char *body = NULL;
 	size_t len = 0;
-	int rc = ec2_call(c->client, q, c->cancel, &body, &len, code, codelen, err, errlen);
+	int rc = ec2_call(c->client, q, c->cancel, &body, &len, code, codelen,
+			  err, errlen);
 
 	free(body);
 	ec2_query_free(q);
@@ -226,8 +227,8 @@ static int ec2_describe_pages(struct ec2_ctx *c, const char *const *filters,
 		ec2_query_add(&q, "MaxResults", "1000");
 		if (*next)
 			ec2_query_add(&q, "NextToken", next);
-		rc = ec2_call(c->client, &q, c->cancel, &body, &len, code, sizeof(code), err,
-			      errlen);
+		rc = ec2_call(c->client, &q, c->cancel, &body, &len, code,
+			      sizeof(code), err, errlen);
 		ec2_query_free(&q);
 		if (rc == 0 &&
 		    ec2_xml_instances(body, len, out, next, sizeof(next))) {
@@ -441,8 +442,8 @@ static int ec2_destroy(struct ec2_provider *ep, struct ec2_ctx *c,
 		}
 		if (rc == 0 && n) {
 			found = 1;
-			rc = ec2_state_call(c, "TerminateInstances", ids, n, err,
-					    errlen);
+			rc = ec2_state_call(c, "TerminateInstances", ids, n,
+					    err, errlen);
 			if (rc == 0)
 				rc = ec2_wait(ep, c, nm, wait, n, "terminated",
 					      err, errlen);
@@ -596,7 +597,8 @@ static int ec2_run_role(struct ec2_ctx *c, const struct ec2_names *nm,
 		ec2_query_add(&q, "Placement.GroupName", nm->pg);
 	ec2_tags(&q, 1, "instance", nm, role);
 	ec2_tags(&q, 2, "volume", nm, role);
-	rc = ec2_call(c->client, &q, c->cancel, &body, &len, code, sizeof(code), err, errlen);
+	rc = ec2_call(c->client, &q, c->cancel, &body, &len, code, sizeof(code),
+		      err, errlen);
 	ec2_query_free(&q);
 	if (rc == 0 && ec2_xml_instances(body, len, &l, NULL, 0)) {
 		snprintf(err, errlen,
@@ -772,8 +774,7 @@ out:
 /* StopInstances or StartInstances for every instance of the batch, then
  * wait until they are stopped or running (started ones get their new
  * addresses and are reached over SSH before the call returns). */
-static int ec2_switch(struct provider *p, struct provider_batch *b,
-		      bool start)
+static int ec2_switch(struct provider *p, struct provider_batch *b, bool start)
 {
 	struct ec2_provider *ep = ec2_of(p);
 	struct provider_node *nodes = b->nodes, *w = NULL;
@@ -853,8 +854,7 @@ static int ec2_terminate(struct provider *p, struct provider_batch *b)
 	if (b->n == 0)
 		return 0;
 	for (size_t i = 0; i < b->n; i++) {
-		remote_forget(p->remote, b->nodes[i].handle,
-			      b->nodes[i].rank);
+		remote_forget(p->remote, b->nodes[i].handle, b->nodes[i].rank);
 		recorded |= *b->nodes[i].instance_id != '\0';
 	}
 	ec2_names(ep, &b->nodes[0], &nm);
@@ -1022,12 +1022,11 @@ static int ec2_params(void *ctx, const struct provider_node *pn, int rank,
 	return 0;
 }
 
-static int ec2_strays(struct provider *p,
-		      int (*known)(void *ctx, const char *handle,
-				   const char *token),
-		      void (*report)(void *ctx, const char *sentence),
-		      void *ctx, struct cancel *cancel, char *err,
-		      size_t errlen);
+static int
+ec2_strays(struct provider *p,
+	   int (*known)(void *ctx, const char *handle, const char *token),
+	   void (*report)(void *ctx, const char *sentence), void *ctx,
+	   struct cancel *cancel, char *err, size_t errlen);
 
 static const struct provider_ops ec2_ops = {
 	.caps = PROVIDER_CAN_STOP | PROVIDER_NEEDS_PREPARE |
@@ -1084,12 +1083,11 @@ struct provider *ec2_provider_open(const struct ec2_settings *s, char *err,
 /* Instances tagged by cclfs that belong to no cluster `known` knows are
  * reported, never touched (another machine's cclfs, or a cluster removed
  * from the tree while its instances lived). */
-static int ec2_strays(struct provider *p,
-		      int (*known)(void *ctx, const char *handle,
-				   const char *token),
-		      void (*report)(void *ctx, const char *sentence),
-		      void *ctx, struct cancel *cancel, char *err,
-		      size_t errlen)
+static int
+ec2_strays(struct provider *p,
+	   int (*known)(void *ctx, const char *handle, const char *token),
+	   void (*report)(void *ctx, const char *sentence), void *ctx,
+	   struct cancel *cancel, char *err, size_t errlen)
 {
 	struct ec2_provider *ep = ec2_of(p);
 	struct ec2_ctx c = {ec2_client_get(ep, err, errlen), cancel};
@@ -1121,8 +1119,7 @@ static int ec2_strays(struct provider *p,
 			 "instance %s (%s) is tagged cclfs:cluster=%s (token "
 			 "%s) but belongs to no cluster of this state "
 			 "directory; it was left alone",
-			 l.v[i].id, l.v[i].state, l.v[i].cluster,
-			 l.v[i].token);
+			 l.v[i].id, l.v[i].state, l.v[i].cluster, l.v[i].token);
 		report(ctx, line);
 	}
 	ec2_instances_free(&l);

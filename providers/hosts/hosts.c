@@ -9,8 +9,8 @@
 #include "providers/remote.h"
 
 #include <errno.h>
-#include <math.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <stdatomic.h>
@@ -139,8 +139,7 @@ static int hosts_start_one(struct provider *p, struct provider_batch *b,
 	return hosts_signal_one(p, b, i, "CONT");
 }
 
-static int hosts_sig_one(struct provider *p, struct provider_batch *b,
-			 size_t i)
+static int hosts_sig_one(struct provider *p, struct provider_batch *b, size_t i)
 {
 	return hosts_signal_one(p, b, i, sigabbrev_np(b->sig));
 }

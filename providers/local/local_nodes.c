@@ -674,8 +674,7 @@ static int local_start_one(struct provider *p, struct provider_batch *b,
 	return local_signal_one(p, b, i, SIGCONT);
 }
 
-static int local_sig_one(struct provider *p, struct provider_batch *b,
-			 size_t i)
+static int local_sig_one(struct provider *p, struct provider_batch *b, size_t i)
 {
 	return local_signal_one(p, b, i, b->sig);
 }

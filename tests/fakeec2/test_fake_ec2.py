@@ -626,9 +626,10 @@ class FakeEC2Test(unittest.TestCase):
         t = threading.Thread(target=slow)
         t.start()
         time.sleep(0.2)
-        t0 = time.monotonic()
         self.client().describe_key_pairs()
-        self.assertLess(time.monotonic() - t0, 0.5)
+        # Answered while the slow request still waits: an order, not a
+        # duration, so a loaded machine does not fail it.
+        self.assertNotIn('took', result)
         t.join()
         self.assertEqual(result['outcome'], 'timeout')
         self.assertLess(result['took'], 2.5)
