@@ -3,18 +3,51 @@
 #include "lifecycle/config.h"
 
 #include "lifecycle/contract.h"
+#include "providers/provider.h"
 
 #include <errno.h>
 #include <ini.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* Sections cclfs knows. [defaults] takes the contract config/ keys; the
- * provider sections are read by their providers. */
-static const char *const config_sections[] = {"defaults", "local", "hosts",
-					      "ec2",	  "gcp",   NULL};
+/* Sections cclfs knows: [defaults] takes the contract config/ keys; each
+ * provider of the registry reads its own ([NAME], and [NAME.ITEM] for
+ * items of it, such as [hosts.node1]). */
+static const char *config_section_of(const char *section, bool *item)
+{
+	size_t dot = strcspn(section, ".");
+
+	*item = section[dot] == '.';
+	if (!*item && strcmp(section, "defaults") == 0)
+		return section;
+	for (size_t i = 0; provider_registry[i]; i++) {
+		const char *own = provider_registry[i]->section;
+
+		if (own && strlen(own) == dot &&
+		    strncmp(own, section, dot) == 0)
+			return own;
+	}
+	return NULL;
+}
+
+/* "[defaults], [local], [hosts], [hosts.NAME] and [ec2]". */
+static void config_known(char *out, size_t len)
+{
+	size_t o = (size_t)snprintf(out, len, "[defaults]");
+
+	for (size_t i = 0; provider_registry[i] && o < len; i++) {
+		const char *own = provider_registry[i]->section;
+
+		if (own)
+			o += (size_t)snprintf(
+				out + o, len - o, "%s[%s], [%s.NAME]",
+				provider_registry[i + 1] ? ", " : " and ", own,
+				own);
+	}
+}
 
 struct config_parse {
 	struct config *cfg;
@@ -74,16 +107,16 @@ static int config_handler(void *user, const char *section, const char *key,
 	struct config *cfg = p->cfg;
 	char value[CONTRACT_VALUE_MAX + 1], norm[CONTRACT_VALUE_MAX + 1];
 	char why[512];
-	const char *const *s;
 	struct config_entry *e;
+	const char *known;
+	bool item;
 
 	if (p->failed)
 		return 0;
-	for (s = config_sections; *s && strcmp(*s, section) != 0; s++)
-		;
-	if (!*s && strncmp(section, "hosts.", 6) == 0) {
-		/* [hosts.NAME]: one machine of the hosts provider. */
-		const char *name = section + 6;
+	known = config_section_of(section, &item);
+	if (known && item) {
+		/* [hosts.NAME]: one item of a provider (a machine). */
+		const char *name = section + strlen(known) + 1;
 		size_t n = strlen(name);
 
 		if (n == 0 || n > CONTRACT_NAME_MAX ||
@@ -95,11 +128,13 @@ static int config_handler(void *user, const char *section, const char *key,
 				 cfg->path, section, CONTRACT_NAME_MAX);
 			goto fail;
 		}
-	} else if (!*s) {
+	} else if (!known) {
+		char list[512];
+
+		config_known(list, sizeof(list));
 		snprintf(p->err, p->errlen,
-			 "%s: unknown section [%s]; cclfs knows [defaults], "
-			 "[local], [hosts], [hosts.NAME], [ec2] and [gcp]",
-			 cfg->path, section);
+			 "%s: unknown section [%s]; cclfs knows %s", cfg->path,
+			 section, list);
 		goto fail;
 	}
 	if (config_unquote(raw, value, sizeof(value))) {

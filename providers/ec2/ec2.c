@@ -507,7 +507,7 @@ static int ec2_key_pair(struct ec2_ctx *c, const struct ec2_names *nm,
 		return rc;
 	/* PublicKeyMaterial is a blob: base64 of the OpenSSH line. */
 	if (sshkey_base64(pub, strlen(pub), b64, sizeof(b64))) {
-		snprintf(err, errlen, "the public key of %s is too long",
+		snprintf(err, errlen, "the public key of %.900s is too long",
 			 nm->keypath);
 		return -EINVAL;
 	}

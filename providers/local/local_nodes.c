@@ -1172,6 +1172,7 @@ static int local_types(const struct config *conf, struct provider_type **out,
 const struct provider_entry provider_local = {
 	.name = "local",
 	.platform_type = "Localhost",
+	.section = "local",
 	.open = local_open,
 	.types = local_types,
 };

@@ -191,7 +191,7 @@ static int act_n(struct provider *p, enum provider_action a,
 	if (n > 8)
 		return -E2BIG;
 	rc = provider_act(p, a, &b);
-	snprintf(err, errlen, "%s", b.err);
+	snprintf(err, errlen, "%.200s", b.err);
 	if (state && n)
 		*state = res[0].state;
 	return rc;
