@@ -11,8 +11,9 @@
 struct model;
 struct cluster;
 
-/* Open the providers cclfs.conf sets up and the job runner (no thread
- * yet); 0, or -1 with err. Not locked. */
+/* Open the providers cclfs.conf sets up and the job runner; its threads
+ * start with the first job (model_start queues them, after the daemon
+ * went to the background). 0, or -1 with err. Not locked. */
 int cluster_jobs_open(struct model *m, char *err, size_t errlen);
 /* Cancel and wait for every job, close the providers. Not locked. */
 void cluster_jobs_close(struct model *m);

@@ -37,8 +37,8 @@ static const struct {
 	[CLUSTER_OP_STOP] = {CLUSTER_INTERRUPTING, CLUSTER_INTERRUPTED},
 	[CLUSTER_OP_START] = {CLUSTER_RESUMING, CLUSTER_RUNNING},
 	[CLUSTER_OP_TERMINATE] = {CLUSTER_TERMINATING, CLUSTER_TERMINATED},
-	/* Reconciling changes no state: it runs in any, ends where it was
-	 * (running, shown as such to the table's readers). */
+	/* Reconciling changes no state (it runs in running or interrupted
+	 * and leaves the cluster there): no job ends through this row. */
 	[CLUSTER_OP_RECONCILE] = {CLUSTER_RUNNING, CLUSTER_RUNNING},
 };
 
