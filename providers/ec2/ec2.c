@@ -414,7 +414,7 @@ static int ec2_destroy(struct ec2_provider *ep, struct ec2_ctx *c,
 		       const struct ec2_names *nm, char *err, size_t errlen)
 {
 	char code[EC2_CODE_MAX];
-	int rc = 0;
+	int rc;
 
 	for (int round = 0, found = 1; found && round < 4; round++) {
 		struct ec2_instances l = {0};
