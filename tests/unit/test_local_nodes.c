@@ -183,7 +183,7 @@ static int act_n(struct provider *p, enum provider_action a,
 		 struct provider_node *nodes, size_t n, int sig,
 		 enum provider_state *state, char *err, size_t errlen)
 {
-	struct provider_result res[8];
+	struct provider_result res[8] = {0};
 	struct provider_batch b = {
 		.nodes = nodes, .n = n, .results = res, .sig = sig};
 	int rc;
