@@ -1,7 +1,6 @@
-/* Clusters inside the model: deploying them from a contract, their state
- * machine (deploying, running, interrupting, interrupted, resuming,
- * terminating, terminated, failed), the background jobs that carry out
- * transitions, and the files that show them. */
+/* Clusters as the rest of the model sees them: loaded and their providers
+ * opened at mount (cluster_deploy.c), deployed from a contract, and whether
+ * a contract still has a live one. */
 #ifndef CCLFS_LIFECYCLE_CLUSTER_H
 #define CCLFS_LIFECYCLE_CLUSTER_H
 

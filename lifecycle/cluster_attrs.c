@@ -27,6 +27,20 @@ enum cluster_kind {
 	CLUSTER_COMMAND,
 };
 
+/* The time a file's content last changed: one of the cluster's or node's
+ * times; a time still 0 (nothing happened yet) reads as the creation. */
+enum cluster_when {
+	WHEN_CREATED,
+	WHEN_STATE,
+	WHEN_ERROR,
+	WHEN_LOG,
+	WHEN_EXEC,
+	WHEN_MPI,
+	WHEN_RESTART,
+	WHEN_NODE_SINCE,
+	WHEN_NODE_EXEC,
+};
+
 struct cluster_attr {
 	const char *name;
 	enum cluster_kind kind;
@@ -36,7 +50,7 @@ struct cluster_attr {
 	void (*show)(struct model *m, struct cluster *c, struct cluster_node *n,
 		     struct cluster_text *t);
 	const char *output;
-	int64_t (*mtime)(const struct cluster *c, const struct cluster_node *n);
+	enum cluster_when mtime;
 	/* A request written (also fired by touch when `touch` is set). */
 	int (*store)(struct model *m, struct cluster *c, const char *text,
 		     size_t len);
@@ -214,66 +228,23 @@ static void cluster_show_node_info(struct model *m, struct cluster *c,
 
 /* --- when they changed --- */
 
-static int64_t cluster_mtime_created(const struct cluster *c,
-				     const struct cluster_node *n)
+static int64_t cluster_mtime(const struct cluster *c,
+			     const struct cluster_node *n,
+			     enum cluster_when when)
 {
-	(void)n;
-	return c->created_ns;
-}
+	const int64_t t[] = {
+		[WHEN_CREATED] = c->created_ns,
+		[WHEN_STATE] = c->state_ns,
+		[WHEN_ERROR] = c->error_ns,
+		[WHEN_LOG] = c->log_ns,
+		[WHEN_EXEC] = c->exec_ns,
+		[WHEN_MPI] = c->mpi_ns,
+		[WHEN_RESTART] = c->restart_ns,
+		[WHEN_NODE_SINCE] = n ? n->since_ns : 0,
+		[WHEN_NODE_EXEC] = n ? n->exec_ns : 0,
+	};
 
-static int64_t cluster_mtime_state(const struct cluster *c,
-				   const struct cluster_node *n)
-{
-	(void)n;
-	return c->state_ns;
-}
-
-static int64_t cluster_mtime_error(const struct cluster *c,
-				   const struct cluster_node *n)
-{
-	(void)n;
-	return c->error_ns;
-}
-
-static int64_t cluster_mtime_log(const struct cluster *c,
-				 const struct cluster_node *n)
-{
-	(void)n;
-	return c->log_ns;
-}
-
-static int64_t cluster_mtime_exec(const struct cluster *c,
-				  const struct cluster_node *n)
-{
-	(void)n;
-	return c->exec_ns ? c->exec_ns : c->created_ns;
-}
-
-static int64_t cluster_mtime_mpi(const struct cluster *c,
-				 const struct cluster_node *n)
-{
-	(void)n;
-	return c->mpi_ns ? c->mpi_ns : c->created_ns;
-}
-
-static int64_t cluster_mtime_restart(const struct cluster *c,
-				     const struct cluster_node *n)
-{
-	(void)n;
-	return c->restart_ns ? c->restart_ns : c->created_ns;
-}
-
-static int64_t cluster_mtime_since(const struct cluster *c,
-				   const struct cluster_node *n)
-{
-	(void)c;
-	return n->since_ns;
-}
-
-static int64_t cluster_mtime_node_exec(const struct cluster *c,
-				       const struct cluster_node *n)
-{
-	return n->exec_ns ? n->exec_ns : c->created_ns;
+	return t[when] ? t[when] : c->created_ns;
 }
 
 /* --- what writing does --- */
@@ -320,43 +291,43 @@ static int cluster_run_mpiexec(struct model *m, const char *handle,
 /* --- the tables --- */
 
 static const struct cluster_attr cluster_attrs[] = {
-	{"state", CLUSTER_REQUEST, cluster_show_state, NULL,
-	 cluster_mtime_state, cluster_store_state, false, NULL},
-	{"info", CLUSTER_READ_ONLY, cluster_show_info, NULL,
-	 cluster_mtime_created, NULL, false, NULL},
-	{"exec", CLUSTER_COMMAND, NULL, "exec.out", cluster_mtime_exec, NULL,
-	 false, model_exec},
+	{"state", CLUSTER_REQUEST, cluster_show_state, NULL, WHEN_STATE,
+	 cluster_store_state, false, NULL},
+	{"info", CLUSTER_READ_ONLY, cluster_show_info, NULL, WHEN_CREATED, NULL,
+	 false, NULL},
+	{"exec", CLUSTER_COMMAND, NULL, "exec.out", WHEN_EXEC, NULL, false,
+	 model_exec},
 	{"hostfile", CLUSTER_READ_ONLY, cluster_show_hostfile, NULL,
-	 cluster_mtime_created, NULL, false, NULL},
-	{"mpiexec", CLUSTER_COMMAND, NULL, "mpi.stdout", cluster_mtime_mpi,
-	 NULL, false, cluster_run_mpiexec},
-	{"mpi_stdout", CLUSTER_READ_ONLY, NULL, "mpi.stdout", cluster_mtime_mpi,
-	 NULL, false, NULL},
-	{"mpi_stderr", CLUSTER_READ_ONLY, NULL, "mpi.stderr", cluster_mtime_mpi,
-	 NULL, false, NULL},
+	 WHEN_CREATED, NULL, false, NULL},
+	{"mpiexec", CLUSTER_COMMAND, NULL, "mpi.stdout", WHEN_MPI, NULL, false,
+	 cluster_run_mpiexec},
+	{"mpi_stdout", CLUSTER_READ_ONLY, NULL, "mpi.stdout", WHEN_MPI, NULL,
+	 false, NULL},
+	{"mpi_stderr", CLUSTER_READ_ONLY, NULL, "mpi.stderr", WHEN_MPI, NULL,
+	 false, NULL},
 	{"mpi_exit_status", CLUSTER_READ_ONLY, cluster_show_mpi_status, NULL,
-	 cluster_mtime_mpi, NULL, false, NULL},
-	{"restart", CLUSTER_REQUEST, cluster_show_nothing, NULL,
-	 cluster_mtime_restart, cluster_store_restart, true, NULL},
-	{"log", CLUSTER_READ_ONLY, cluster_show_log, NULL, cluster_mtime_log,
-	 NULL, false, NULL},
-	{"error", CLUSTER_READ_ONLY, cluster_show_error, NULL,
-	 cluster_mtime_error, NULL, false, NULL},
+	 WHEN_MPI, NULL, false, NULL},
+	{"restart", CLUSTER_REQUEST, cluster_show_nothing, NULL, WHEN_RESTART,
+	 cluster_store_restart, true, NULL},
+	{"log", CLUSTER_READ_ONLY, cluster_show_log, NULL, WHEN_LOG, NULL,
+	 false, NULL},
+	{"error", CLUSTER_READ_ONLY, cluster_show_error, NULL, WHEN_ERROR, NULL,
+	 false, NULL},
 };
 
 static const struct cluster_attr cluster_node_attrs[] = {
 	{"status", CLUSTER_READ_ONLY, cluster_show_status, NULL,
-	 cluster_mtime_since, NULL, false, NULL},
-	{"exec", CLUSTER_COMMAND, NULL, "%s.stdout", cluster_mtime_node_exec,
-	 NULL, false, model_exec},
-	{"stdout", CLUSTER_READ_ONLY, NULL, "%s.stdout",
-	 cluster_mtime_node_exec, NULL, false, NULL},
-	{"stderr", CLUSTER_READ_ONLY, NULL, "%s.stderr",
-	 cluster_mtime_node_exec, NULL, false, NULL},
+	 WHEN_NODE_SINCE, NULL, false, NULL},
+	{"exec", CLUSTER_COMMAND, NULL, "%s.stdout", WHEN_NODE_EXEC, NULL,
+	 false, model_exec},
+	{"stdout", CLUSTER_READ_ONLY, NULL, "%s.stdout", WHEN_NODE_EXEC, NULL,
+	 false, NULL},
+	{"stderr", CLUSTER_READ_ONLY, NULL, "%s.stderr", WHEN_NODE_EXEC, NULL,
+	 false, NULL},
 	{"exit_status", CLUSTER_READ_ONLY, cluster_show_exit_status, NULL,
-	 cluster_mtime_node_exec, NULL, false, NULL},
-	{"info", CLUSTER_READ_ONLY, cluster_show_node_info, NULL,
-	 cluster_mtime_created, NULL, false, NULL},
+	 WHEN_NODE_EXEC, NULL, false, NULL},
+	{"info", CLUSTER_READ_ONLY, cluster_show_node_info, NULL, WHEN_CREATED,
+	 NULL, false, NULL},
 };
 
 #define CLUSTER_ATTRS (sizeof(cluster_attrs) / sizeof(*cluster_attrs))
@@ -456,7 +427,7 @@ int model_cluster_file_stat(struct model *m, const char *handle,
 	pthread_mutex_lock(&m->lock);
 	rc = cluster_lookup(m, handle, node, file, &c, &n, &a);
 	if (rc == 0) {
-		attr->mtime_ns = a->mtime(c, n);
+		attr->mtime_ns = cluster_mtime(c, n, a->mtime);
 		if (a->output) {
 			char path[PATH_MAX + 96];
 			struct stat st;

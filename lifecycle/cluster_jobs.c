@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@ static const char *const cluster_node_after[PROVIDER_ACTIONS] = {
  * the provider works without its lock. */
 struct cluster_batch {
 	struct provider *p;
+	char provider[16]; /* its name, also when it is not set up */
 	struct provider_batch b;
 	size_t *idx; /* b.nodes[k] is c->nodes[idx[k]] */
 	struct cancel *cancel;
@@ -87,8 +89,11 @@ static int cluster_batch_take(struct model *m, struct cluster *c,
 		p = cluster_provider(m, &c->nodes[i]);
 		if ((n && p != cb->p) || cluster_was_asked(asked, p))
 			continue;
-		if (n == 0)
+		if (n == 0) {
 			cb->p = p;
+			snprintf(cb->provider, sizeof(cb->provider), "%s",
+				 c->nodes[i].provider);
+		}
 		cb->idx[n] = i;
 		cb->b.nodes[n++] = c->nodes[i].pn;
 	}
@@ -123,8 +128,9 @@ static struct cluster *cluster_batch_run(struct model *m, const char *handle,
 	pthread_mutex_unlock(&m->lock);
 	if (!cb->p) {
 		snprintf(cb->b.err, sizeof(cb->b.err),
-			 "the provider %s is not set up in cclfs.conf",
-			 "of these nodes");
+			 "the %s provider is not set up (cclfs.conf does not "
+			 "configure it)",
+			 cb->provider);
 		*rc = -ENOENT;
 	} else {
 		*rc = provider_act(cb->p, a, &cb->b);
@@ -160,10 +166,13 @@ static int cluster_batch_record(struct model *m, struct cluster *c,
 	for (size_t k = 0; k < cb->b.n && src == 0; k++) {
 		struct cluster_node *nd = &c->nodes[cb->idx[k]];
 		const struct provider_node *pn = &cb->b.nodes[k];
-		/* A node the create made but did not finish (it failed or
-		 * was cancelled) keeps its id, for the terminate or the next
-		 * try to find it, and stays creating. */
-		bool done = rc == 0 && cb->b.results[k].rc == 0;
+		/* What was done to each node is recorded, also when the
+		 * action failed on others. A node a create made but did not
+		 * finish (the create failed or was cancelled) keeps its id,
+		 * for the terminate or the next try to find it, and stays
+		 * creating. */
+		bool done = cb->b.results[k].rc == 0 &&
+			    (rc == 0 || a != PROVIDER_CREATE);
 		bool made = a == PROVIDER_CREATE && *pn->instance_id;
 
 		if (*cb->b.results[k].msg && cb->b.results[k].rc == 0)
@@ -238,6 +247,62 @@ static int cluster_prepare(struct model *m, struct cluster *c,
 	return rc;
 }
 
+/*
+ * One step of a job that acts on nodes: the wanted nodes of one provider
+ * (at most max) through action a, what was done recorded, the progress
+ * counted, and a failure failing the cluster. Model locked; unlocks around
+ * the provider. 1: a step was made, go on; 0: no node is left to act on;
+ * -1: the job ends (failed, cancelled, or the cluster moved on).
+ */
+static int cluster_job_step(struct model *m, const char *handle,
+			    enum cluster_state during, enum provider_action a,
+			    bool (*want)(const struct cluster_node *),
+			    size_t max, struct cluster_asked *asked,
+			    struct cancel *cancel)
+{
+	/* "deploy failed: ...", "interrupting failed: ..." */
+	const char *what = during == CLUSTER_DEPLOYING
+				   ? "deploy"
+				   : cluster_state_names[during];
+	struct cluster_batch cb = {.cancel = cancel};
+	char err[MODEL_ERR_MAX];
+	struct cluster *c = cluster_find(m, handle);
+	int rc, done;
+
+	if (!c || c->state != during)
+		return -1; /* terminated meanwhile */
+	if (cluster_batch_take(m, c, want, max, asked, &cb)) {
+		cluster_batch_free(&cb);
+		cluster_job_failed(m, c, what, "out of memory");
+		return -1;
+	}
+	if (cb.b.n == 0) {
+		cluster_batch_free(&cb);
+		return 0;
+	}
+	c = cluster_batch_run(m, handle, &cb, a, &rc);
+	if (!c) {
+		cluster_batch_free(&cb);
+		return -1;
+	}
+	/* Recorded also when the action failed part way or was cancelled:
+	 * a node a create made must be found by the terminate. */
+	done = cluster_batch_record(m, c, &cb, a, rc, err, sizeof(err));
+	if (done < 0 && rc == 0) {
+		rc = -EIO;
+		snprintf(cb.b.err, sizeof(cb.b.err), "the state store: %.900s",
+			 err);
+	}
+	if (done > 0 && c->state == during) {
+		c->done += done; /* a terminate's count is its own */
+		cluster_notify(m, c, "state");
+	}
+	if (rc && rc != -ECANCELED && c->state == during)
+		cluster_job_failed(m, c, what, cb.b.err);
+	cluster_batch_free(&cb);
+	return rc ? -1 : 1;
+}
+
 /* Create the nodes not created yet, a step at a time; then prepare them. */
 static void cluster_job_deploy(struct model *m, struct cluster *c,
 			       struct cancel *cancel)
@@ -247,56 +312,25 @@ static void cluster_job_deploy(struct model *m, struct cluster *c,
 
 	snprintf(handle, sizeof(handle), "%s", c->handle);
 	for (;;) {
-		struct cluster_batch cb = {.cancel = cancel};
 		size_t max = CLUSTER_DEPLOY_STEP;
-		int made;
 
 		c = cluster_find(m, handle);
-		if (!c || c->state != CLUSTER_DEPLOYING)
-			return; /* terminated meanwhile */
-		for (size_t i = 0; i < c->nnodes; i++) {
-			struct provider *p = cluster_provider(m, &c->nodes[i]);
-
+		if (!c)
+			return;
+		/* A provider that creates a cluster's nodes together gets
+		 * them all in one step. */
+		for (size_t i = 0; i < c->nnodes; i++)
 			if (cluster_node_creating(&c->nodes[i]) &&
-			    provider_can(p, PROVIDER_CREATES_WHOLE)) {
+			    provider_can(cluster_provider(m, &c->nodes[i]),
+					 PROVIDER_CREATES_WHOLE))
 				max = c->nnodes;
-				break;
-			}
-		}
-		if (cluster_batch_take(m, c, cluster_node_creating, max, NULL,
-				       &cb)) {
-			cluster_batch_free(&cb);
-			cluster_job_failed(m, c, "deploy", "out of memory");
+		rc = cluster_job_step(m, handle, CLUSTER_DEPLOYING,
+				      PROVIDER_CREATE, cluster_node_creating,
+				      max, NULL, cancel);
+		if (rc < 0)
 			return;
-		}
-		if (cb.b.n == 0) {
-			cluster_batch_free(&cb);
+		if (rc == 0)
 			break;
-		}
-		c = cluster_batch_run(m, handle, &cb, PROVIDER_CREATE, &rc);
-		if (!c) {
-			cluster_batch_free(&cb);
-			return;
-		}
-		/* Every node the provider made is recorded, also when it
-		 * failed part way or was cancelled: a terminate must find
-		 * it. */
-		made = cluster_batch_record(m, c, &cb, PROVIDER_CREATE, rc, err,
-					    sizeof(err));
-		if (made < 0 && rc == 0) {
-			rc = -EIO;
-			snprintf(cb.b.err, sizeof(cb.b.err),
-				 "the state store: %.900s", err);
-		}
-		if (made > 0 && c->state == CLUSTER_DEPLOYING) {
-			c->done += made; /* a terminate's count is its own */
-			cluster_notify(m, c, "state");
-		}
-		if (rc && rc != -ECANCELED && c->state == CLUSTER_DEPLOYING)
-			cluster_job_failed(m, c, "deploy", cb.b.err);
-		cluster_batch_free(&cb);
-		if (rc)
-			return;
 	}
 	rc = cluster_prepare(m, c, cancel, err, sizeof(err));
 	c = cluster_find(m, handle);
@@ -346,44 +380,16 @@ static void cluster_job_nodes(struct model *m, struct cluster *c,
 
 	snprintf(handle, sizeof(handle), "%s", c->handle);
 	for (;;) {
-		struct cluster_batch cb = {.cancel = cancel};
-		int done;
-
-		c = cluster_find(m, handle);
-		if (!c || c->state != during)
+		rc = cluster_job_step(m, handle, during, a, want, SIZE_MAX,
+				      &asked, cancel);
+		if (rc < 0)
 			return;
-		if (cluster_batch_take(m, c, want, c->nnodes, &asked, &cb)) {
-			cluster_batch_free(&cb);
-			cluster_job_failed(m, c, cluster_state_names[during],
-					   "out of memory");
-			return;
-		}
-		if (cb.b.n == 0) {
-			cluster_batch_free(&cb);
+		if (rc == 0)
 			break;
-		}
-		c = cluster_batch_run(m, handle, &cb, a, &rc);
-		if (!c) {
-			cluster_batch_free(&cb);
-			return;
-		}
-		done = cluster_batch_record(m, c, &cb, a, rc, err, sizeof(err));
-		if (done < 0 && rc == 0) {
-			rc = -EIO;
-			snprintf(cb.b.err, sizeof(cb.b.err),
-				 "the state store: %.900s", err);
-		}
-		if (c->state == during && done > 0) {
-			c->done += done;
-			cluster_notify(m, c, "state");
-		}
-		if (rc && rc != -ECANCELED && c->state == during)
-			cluster_job_failed(m, c, cluster_state_names[during],
-					   cb.b.err);
-		cluster_batch_free(&cb);
-		if (rc)
-			return;
 	}
+	c = cluster_find(m, handle);
+	if (!c || c->state != during)
+		return;
 	/* Resumed nodes may have new addresses: their hostfile and known
 	 * hosts follow. A failure leaves the cluster running, said in its
 	 * error file and log. */

@@ -1,7 +1,6 @@
-/* MPI on clusters: preparing the nodes of a cluster for commands that span
- * them (the hostfile on every node; for MPI clusters the key and host keys
- * mpirun needs), and mpiexec, Open MPI's mpirun run from the launch node
- * with the cluster's hostfile, its outputs kept for mpi_stdout/mpi_stderr. */
+/* mpiexec on clusters: Open MPI's mpirun run from the launch node with the
+ * cluster's hostfile, its outputs kept for mpi_stdout/mpi_stderr (the nodes
+ * were prepared for it by the deploy and resume jobs, cluster_jobs.c). */
 #include "lifecycle/cluster_hostfile.h"
 #include "lifecycle/cluster_priv.h"
 #include "lifecycle/store.h"

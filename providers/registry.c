@@ -71,6 +71,10 @@ int provider_each(struct provider *p, struct provider_batch *b,
 		int rc;
 
 		if (cancel_requested(b->cancel)) {
+			/* The nodes not reached say so: a zero result would
+			 * read as done. */
+			for (size_t k = i; k < b->n; k++)
+				b->results[k].rc = -ECANCELED;
 			if (!first) {
 				first = -ECANCELED;
 				snprintf(b->err, sizeof(b->err), "cancelled");
