@@ -6,105 +6,22 @@
 # terminate.
 
 load helpers
-source "$BATS_TEST_DIRNAME/../sshd/testhosts.bash"
+load fakeec2
 
-FAKE_PY=$BATS_TEST_DIRNAME/../fakeec2/fake_ec2.py
 AKID=AKIDCCLFSTEST
 SECRET=cclfs-test-secret-key
+FAKE_NET=127.0.2
 
 # Start the fake (by pid) and write cclfs.conf for it; extra lines go to
 # [ec2]. Does not mount.
 ec2_setup() {
 	cclfs_setup --no-mount
-	FAKE=$TESTDIR/fake
-	mkdir -p "$FAKE"
-	python3 "$FAKE_PY" --dir "$FAKE" --net 127.0.2 --first 10 \
-		--credentials "$AKID:$SECRET" \
-		--credentials "AKIDSESSION:session-secret:session-token-1" \
-		>>"$TESTDIR/fake.log" 2>&1 3>&- &
-	FAKE_PID=$!
-	for _ in $(seq 1 200); do
-		[ -s "$FAKE/port" ] && break
-		sleep 0.05
-	done
-	[ -s "$FAKE/port" ] || {
-		cat "$TESTDIR/fake.log" >&2
-		return 1
-	}
-	FAKE_URL=http://127.0.0.1:$(cat "$FAKE/port")
-	export AWS_ACCESS_KEY_ID=$AKID AWS_SECRET_ACCESS_KEY=$SECRET
-	unset AWS_SESSION_TOKEN AWS_PROFILE AWS_REGION AWS_DEFAULT_REGION \
-		AWS_ENDPOINT_URL AWS_ENDPOINT_URL_EC2
-	{
-		echo '[ec2]'
-		echo "endpoint_url = \"$FAKE_URL\""
-		echo 'region = "us-east-1"'
-		echo 'imageid = "ami-0cclfs"'
-		echo 'user = "root"'
-		echo 'poll_interval = "0.05"'
-		echo 'poll_max = "0.2"'
-		echo 'retry_backoff = "0.01"'
-		echo 'retry_backoff_max = "0.05"'
-		echo 'request_timeout = "2"'
-		echo 'boot_timeout = "60"'
-		printf '%s\n' "$@"
-	} >"$TESTDIR/cclfs.conf"
-}
-
-ec2_mount() {
-	cclfs_mount -o config="$TESTDIR/cclfs.conf"
-	cd "$MNT"
+	fake_start "AKIDSESSION:session-secret:session-token-1"
+	ec2_conf "$FAKE_URL" "$@"
 }
 
 teardown() {
-	if [ -n "${FAKE_PID:-}" ]; then
-		kill "$FAKE_PID" 2>/dev/null || true
-		wait "$FAKE_PID" 2>/dev/null || true
-	fi
-	# Whatever the fake could not stop (it stops its hosts on SIGTERM).
-	if [ -d "${FAKE:-}/testhosts" ]; then
-		testhosts_stop "$FAKE/testhosts" || true
-	fi
-	cclfs_teardown
-}
-
-# Ask the fake: fake_py 'PYTHON EXPRESSION over s (the state JSON)'.
-fake_py() {
-	python3 -c '
-import json, sys, urllib.request
-s = json.load(urllib.request.urlopen(sys.argv[1] + "/_fake/state"))
-print(eval(sys.argv[2]))' "$FAKE_URL" "$1"
-}
-
-fake_post() { # path json
-	python3 -c '
-import sys, urllib.request
-r = urllib.request.Request(sys.argv[1], data=sys.argv[2].encode(),
-                           method="POST")
-urllib.request.urlopen(r).read()' "$FAKE_URL$1" "$2"
-}
-
-# Instances of cluster $1 in state $2 (any state when $2 is empty).
-fake_count() {
-	fake_py "len([i for i in s['instances'] if i['tags'].get('cclfs:cluster') == '$1' and ('$2' == '' or i['state'] == '$2')])"
-}
-
-# contract NAME COUNT [CLUSTER_TYPE]: an ec2 contract, resolved.
-contract() {
-	local c=$MNT/contracts/$1
-	[ -d "$c" ] || mkdir "$c"
-	echo ec2 >"$c/node_provider"
-	echo t3.micro >"$c/node_machinetype"
-	echo "$2" >"$c/node_count"
-	[ -z "${3:-}" ] || echo "$3" >"$c/cluster_type"
-}
-
-# Nothing of the cluster is left in the fake: instances terminated, no key
-# pair, no placement group.
-nothing_left() {
-	[ "$(fake_py "len([i for i in s['instances'] if i['state'] != 'terminated'])")" = 0 ]
-	[ "$(fake_py "len(s['key_pairs'])")" = 0 ]
-	[ "$(fake_py "len(s['placement_groups'])")" = 0 ]
+	fakeec2_teardown
 }
 
 @test "tutorial on ec2: deploy 4 nodes, exec, interrupt, resume with new addresses, terminate" {

@@ -12,10 +12,6 @@
 #include <string.h>
 #include <time.h>
 
-/* How long a test waits for what must happen; a correct runner takes
- * milliseconds, so this only bounds a failure. */
-#define WAIT_MS 10000
-
 /* Ops a job understands: below OP_BLOCK, record and return; OP_BLOCK,
  * record, then wait until released or cancelled. */
 #define OP_BLOCK 100
@@ -101,32 +97,6 @@ static void release(void)
 	lg.release = true;
 	pthread_mutex_unlock(&lg.lock);
 }
-
-static long ms_since(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1000 +
-	       (t.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
-static void nap(void)
-{
-	struct timespec ts = {0, 2 * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
-
-/* Wait (bounded) until e holds, then check it. */
-#define CHECK_SOON(e)                                                          \
-	do {                                                                   \
-		struct timespec t0_;                                           \
-		clock_gettime(CLOCK_MONOTONIC, &t0_);                          \
-		while (!(e) && ms_since(&t0_) < WAIT_MS)                       \
-			nap();                                                 \
-		CHECK(e);                                                      \
-	} while (0)
 
 /* The ops of key in the order they ran. */
 static int ops_of(const char *key, int *out, int max)

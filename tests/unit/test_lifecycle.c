@@ -19,10 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* How long a test waits for a state; the fake answers at once, so this
- * only bounds a failure (a hang would otherwise be the test's timeout). */
-#define WAIT_MS 10000
-
 #define ONE_ROLE  "node\tfake\tfake1\t0.5\n"
 #define TWO_ROLES "manager\tfake\tfake1\t0.5\nworker\tfake\tfake2\t0.25\n"
 
@@ -30,32 +26,6 @@ static const struct provider_entry *const fake_providers[] = {&fake_entry,
 							      NULL};
 static char base[] = "/tmp/cclfs-lifecycle-XXXXXX";
 static struct config empty_config;
-
-static long ms_since(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1000 +
-	       (t.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
-static void nap(void)
-{
-	struct timespec ts = {0, 2 * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
-
-/* Wait (bounded) until e holds, then check it. */
-#define CHECK_SOON(e)                                                          \
-	do {                                                                   \
-		struct timespec t0_;                                           \
-		clock_gettime(CLOCK_MONOTONIC, &t0_);                          \
-		while (!(e) && ms_since(&t0_) < WAIT_MS)                       \
-			nap();                                                 \
-		CHECK(e);                                                      \
-	} while (0)
 
 /* A model on base/NAME (made if new) with the fake as its one provider,
  * its jobs started as the daemon starts them. */
@@ -150,8 +120,8 @@ static bool wait_state(struct model *m, const char *handle, const char *want)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (!state_is(m, handle, want))
-		if (ms_since(&t0) < WAIT_MS) {
-			nap();
+		if (check_ms_since(&t0) < CHECK_WAIT_MS) {
+			check_nap();
 		} else {
 			readf(m, handle, NULL, "state", buf, sizeof(buf));
 			readf(m, handle, NULL, "error", err, sizeof(err));
