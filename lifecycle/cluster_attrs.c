@@ -24,6 +24,7 @@
 enum cluster_kind {
 	CLUSTER_READ_ONLY,
 	CLUSTER_REQUEST,
+	CLUSTER_TRIGGER, /* a request that touch fires too (restart) */
 	CLUSTER_COMMAND,
 };
 
@@ -44,17 +45,16 @@ enum cluster_when {
 struct cluster_attr {
 	const char *name;
 	enum cluster_kind kind;
+	enum cluster_when mtime;
 	/* The content, rendered from memory (NULL for command output, kept
 	 * in the file `output` names under the cluster's directory: "%s" is
 	 * the node's name). */
 	void (*show)(struct model *m, struct cluster *c, struct cluster_node *n,
 		     struct cluster_text *t);
 	const char *output;
-	enum cluster_when mtime;
-	/* A request written (also fired by touch when `touch` is set). */
+	/* A request written (CLUSTER_REQUEST, CLUSTER_TRIGGER). */
 	int (*store)(struct model *m, struct cluster *c, const char *text,
 		     size_t len);
-	bool touch;
 	/* A command written (CLUSTER_COMMAND). */
 	int (*run)(struct model *m, const char *handle, const char *node,
 		   const char *command, size_t len, int (*cancelled)(void *),
@@ -291,43 +291,43 @@ static int cluster_run_mpiexec(struct model *m, const char *handle,
 /* --- the tables --- */
 
 static const struct cluster_attr cluster_attrs[] = {
-	{"state", CLUSTER_REQUEST, cluster_show_state, NULL, WHEN_STATE,
-	 cluster_store_state, false, NULL},
-	{"info", CLUSTER_READ_ONLY, cluster_show_info, NULL, WHEN_CREATED, NULL,
-	 false, NULL},
-	{"exec", CLUSTER_COMMAND, NULL, "exec.out", WHEN_EXEC, NULL, false,
+	{"state", CLUSTER_REQUEST, WHEN_STATE, cluster_show_state, NULL,
+	 cluster_store_state, NULL},
+	{"info", CLUSTER_READ_ONLY, WHEN_CREATED, cluster_show_info, NULL, NULL,
+	 NULL},
+	{"exec", CLUSTER_COMMAND, WHEN_EXEC, NULL, "exec.out", NULL,
 	 model_exec},
-	{"hostfile", CLUSTER_READ_ONLY, cluster_show_hostfile, NULL,
-	 WHEN_CREATED, NULL, false, NULL},
-	{"mpiexec", CLUSTER_COMMAND, NULL, "mpi.stdout", WHEN_MPI, NULL, false,
+	{"hostfile", CLUSTER_READ_ONLY, WHEN_CREATED, cluster_show_hostfile,
+	 NULL, NULL, NULL},
+	{"mpiexec", CLUSTER_COMMAND, WHEN_MPI, NULL, "mpi.stdout", NULL,
 	 cluster_run_mpiexec},
-	{"mpi_stdout", CLUSTER_READ_ONLY, NULL, "mpi.stdout", WHEN_MPI, NULL,
-	 false, NULL},
-	{"mpi_stderr", CLUSTER_READ_ONLY, NULL, "mpi.stderr", WHEN_MPI, NULL,
-	 false, NULL},
-	{"mpi_exit_status", CLUSTER_READ_ONLY, cluster_show_mpi_status, NULL,
-	 WHEN_MPI, NULL, false, NULL},
-	{"restart", CLUSTER_REQUEST, cluster_show_nothing, NULL, WHEN_RESTART,
-	 cluster_store_restart, true, NULL},
-	{"log", CLUSTER_READ_ONLY, cluster_show_log, NULL, WHEN_LOG, NULL,
-	 false, NULL},
-	{"error", CLUSTER_READ_ONLY, cluster_show_error, NULL, WHEN_ERROR, NULL,
-	 false, NULL},
+	{"mpi_stdout", CLUSTER_READ_ONLY, WHEN_MPI, NULL, "mpi.stdout", NULL,
+	 NULL},
+	{"mpi_stderr", CLUSTER_READ_ONLY, WHEN_MPI, NULL, "mpi.stderr", NULL,
+	 NULL},
+	{"mpi_exit_status", CLUSTER_READ_ONLY, WHEN_MPI,
+	 cluster_show_mpi_status, NULL, NULL, NULL},
+	{"restart", CLUSTER_TRIGGER, WHEN_RESTART, cluster_show_nothing, NULL,
+	 cluster_store_restart, NULL},
+	{"log", CLUSTER_READ_ONLY, WHEN_LOG, cluster_show_log, NULL, NULL,
+	 NULL},
+	{"error", CLUSTER_READ_ONLY, WHEN_ERROR, cluster_show_error, NULL, NULL,
+	 NULL},
 };
 
 static const struct cluster_attr cluster_node_attrs[] = {
-	{"status", CLUSTER_READ_ONLY, cluster_show_status, NULL,
-	 WHEN_NODE_SINCE, NULL, false, NULL},
-	{"exec", CLUSTER_COMMAND, NULL, "%s.stdout", WHEN_NODE_EXEC, NULL,
-	 false, model_exec},
-	{"stdout", CLUSTER_READ_ONLY, NULL, "%s.stdout", WHEN_NODE_EXEC, NULL,
-	 false, NULL},
-	{"stderr", CLUSTER_READ_ONLY, NULL, "%s.stderr", WHEN_NODE_EXEC, NULL,
-	 false, NULL},
-	{"exit_status", CLUSTER_READ_ONLY, cluster_show_exit_status, NULL,
-	 WHEN_NODE_EXEC, NULL, false, NULL},
-	{"info", CLUSTER_READ_ONLY, cluster_show_node_info, NULL, WHEN_CREATED,
-	 NULL, false, NULL},
+	{"status", CLUSTER_READ_ONLY, WHEN_NODE_SINCE, cluster_show_status,
+	 NULL, NULL, NULL},
+	{"exec", CLUSTER_COMMAND, WHEN_NODE_EXEC, NULL, "%s.stdout", NULL,
+	 model_exec},
+	{"stdout", CLUSTER_READ_ONLY, WHEN_NODE_EXEC, NULL, "%s.stdout", NULL,
+	 NULL},
+	{"stderr", CLUSTER_READ_ONLY, WHEN_NODE_EXEC, NULL, "%s.stderr", NULL,
+	 NULL},
+	{"exit_status", CLUSTER_READ_ONLY, WHEN_NODE_EXEC,
+	 cluster_show_exit_status, NULL, NULL, NULL},
+	{"info", CLUSTER_READ_ONLY, WHEN_CREATED, cluster_show_node_info, NULL,
+	 NULL, NULL},
 };
 
 #define CLUSTER_ATTRS (sizeof(cluster_attrs) / sizeof(*cluster_attrs))
@@ -511,7 +511,7 @@ int model_cluster_file_touch(struct model *m, const char *handle,
 	c = cluster_find(m, handle);
 	if (!c)
 		rc = -ENOENT;
-	else if (a && a->touch)
+	else if (a && a->kind == CLUSTER_TRIGGER)
 		rc = a->store(m, c, "", 0);
 	pthread_mutex_unlock(&m->lock);
 	return rc;

@@ -130,7 +130,7 @@ int jobs_submit(struct jobs *j, const char *key, int op)
 		pthread_attr_init(&a);
 		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 		/* Jobs wait on providers; they need little stack. */
-		pthread_attr_setstacksize(&a, 256 * 1024);
+		pthread_attr_setstacksize(&a, (size_t)256 * 1024);
 		s->ops = malloc(sizeof(*s->ops));
 		if (!s->ops || pthread_create(&t, &a, jobs_thread, st)) {
 			pthread_attr_destroy(&a);
