@@ -5,6 +5,7 @@
 
 #include "lifecycle/model_priv.h"
 #include "lifecycle/store.h"
+#include "lifecycle/text.h"
 #include "providers/provider.h"
 
 #include <errno.h>
@@ -186,12 +187,13 @@ int cluster_store_node(struct model *m, const struct cluster_node *n, char *err,
 int cluster_fail(struct model *m, struct cluster *c, const char *relpath,
 		 int rc, const char *why)
 {
-	char msg[MODEL_ERR_MAX], err[MODEL_ERR_MAX];
+	char raw[MODEL_ERR_MAX], msg[MODEL_ERR_MAX], err[MODEL_ERR_MAX];
 	char *copy, *old = c->error;
 	int64_t old_ns = c->error_ns;
 
-	snprintf(msg, sizeof(msg), "clusters/%s%s%s: %s", c->handle,
+	snprintf(raw, sizeof(raw), "clusters/%s%s%s: %s", c->handle,
 		 *relpath ? "/" : "", relpath, why);
+	text_escape(raw, msg, sizeof(msg));
 	copy = strdup(msg);
 	if (copy) {
 		c->error = copy;

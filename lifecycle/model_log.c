@@ -4,6 +4,7 @@
 #include "lifecycle/model_priv.h"
 
 #include "lifecycle/store.h"
+#include "lifecycle/text.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,13 +28,14 @@ void model_notify_path(struct model *m, const char *path)
  * written must not turn a good operation into a failed one). */
 void model_log(struct model *m, const char *subject, const char *fmt, ...)
 {
-	char line[MODEL_ERR_MAX + 256], err[256];
+	char raw[MODEL_ERR_MAX + 256], line[MODEL_ERR_MAX + 256], err[256];
 	int64_t now = model_now();
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	text_escape(raw, line, sizeof(line));
 	if (store_log(m->store, subject, now, line, err, sizeof(err)) &&
 	    m->verbose)
 		fprintf(stderr, "cclfs: %s\n", err);
