@@ -117,15 +117,13 @@ static struct model_files *fs_files(const struct fspath *p, int *err)
 		err_;                                                          \
 	})
 
+/* Owners and modes under files/ are the provider's: a local node's as they
+ * are on disk (so that, with allow_other, the kernel lets another user do
+ * there what the disk beneath allows), a remote node's as the mounting
+ * user's. */
 static int fs_files_stat(const struct fspath *p, struct stat *st)
 {
-	int rc = FS_FILES(p, model_files_getattr(f, p->rel, st));
-
-	if (rc == 0) {
-		st->st_uid = fs_ctx()->uid;
-		st->st_gid = fs_ctx()->gid;
-	}
-	return rc;
+	return FS_FILES(p, model_files_getattr(f, p->rel, st));
 }
 
 static bool fs_writable(const struct fspath *p)
@@ -138,6 +136,97 @@ static bool fs_writable(const struct fspath *p)
 	       contract_field_at((size_t)p->field)->file !=
 		       CONTRACT_FILE_GENERATED;
 }
+
+/* Where a path's refusals are explained: the contract or cluster it is in,
+ * and the path below it ("nodes/0/exec", "config/user"); `leaf` is a name
+ * below p that an operation wanted to create, or NULL. */
+static const char *fs_refusal_place(const struct fspath *p, const char *leaf,
+				    char *rel, size_t rellen)
+{
+	const char *sep = leaf ? "/" : "", *name = leaf ? leaf : "";
+
+	switch (p->kind) {
+	case FSPATH_CONTRACT:
+		snprintf(rel, rellen, "%s", leaf ? leaf : ".");
+		return p->contract;
+	case FSPATH_CONTRACT_DIR:
+		snprintf(rel, rellen, "%s%s%s", contract_dir_name(p->dir), sep,
+			 name);
+		return p->contract;
+	case FSPATH_CONTRACT_FILE:
+		snprintf(rel, rellen, "%s",
+			 contract_field_at((size_t)p->field)->path);
+		return p->contract;
+	case FSPATH_CONTRACT_LINK:
+		snprintf(rel, rellen, "clusters/%s", p->handle);
+		return p->contract;
+	case FSPATH_CLUSTER:
+		snprintf(rel, rellen, "%s", name);
+		return p->handle;
+	case FSPATH_CLUSTER_CONTRACT:
+		snprintf(rel, rellen, "contract");
+		return p->handle;
+	case FSPATH_CLUSTER_FILE:
+		snprintf(rel, rellen, "%s", p->file);
+		return p->handle;
+	case FSPATH_CLUSTER_NODES:
+		snprintf(rel, rellen, "nodes%s%s", sep, name);
+		return p->handle;
+	case FSPATH_NODE:
+		snprintf(rel, rellen, "nodes/%s%s%s", p->node, sep, name);
+		return p->handle;
+	case FSPATH_NODE_FILE:
+		snprintf(rel, rellen, "nodes/%s/%s", p->node, p->file);
+		return p->handle;
+	default:
+		return NULL;
+	}
+}
+
+/* Refuse an operation on p (or on `leaf` below it) with errnum, saying why
+ * in the nearest error file and the log: the contract's or the cluster's.
+ * The root, README and catalog/ have no error file; the errno alone tells. */
+static int fs_refuse(const struct fspath *p, const char *leaf, int errnum,
+		     const char *why)
+{
+	char rel[CONTRACT_NAME_MAX + 320];
+	const char *owner = fs_refusal_place(p, leaf, rel, sizeof(rel));
+
+	if (!owner)
+		return -errnum;
+	if ((p->kind >= FSPATH_CONTRACT && p->kind <= FSPATH_CONTRACT_FILE) ||
+	    p->kind == FSPATH_CONTRACT_LINK)
+		return fs_done(model_contract_refuse(fs_ctx()->model, owner,
+						     rel, errnum, why));
+	return fs_done(
+		model_cluster_refuse(fs_ctx()->model, owner, rel, errnum, why));
+}
+
+/* fs_refuse for an operation given a path or an open file. */
+static int fs_refuse_at(const char *path, struct fuse_file_info *fi, int errnum,
+			const char *why)
+{
+	struct fspath p;
+
+	if (fi && fi->fh) {
+		p = ((struct fshandle *)(uintptr_t)fi->fh)->path;
+	} else {
+		int rc = fspath_parse(path, &p);
+
+		if (rc)
+			return rc;
+	}
+	return fs_refuse(&p, NULL, errnum, why);
+}
+
+/* The sentences of the refusals common to contracts and clusters. */
+static const char fs_why_readonly[] = "this file is read-only; cclfs writes it";
+static const char fs_why_rename[] =
+	"nothing in cclfs can be renamed; copy the values into a new contract "
+	"instead";
+static const char fs_why_modes[] =
+	"the modes and owners of cclfs's own files tell what can be done with "
+	"them and do not change";
 
 static int fs_stat_path(const struct fspath *p, struct stat *st)
 {
@@ -271,14 +360,8 @@ static int fs_getattr(const char *path, struct stat *st,
 	if (fi && fi->fh) {
 		struct fshandle *h = (struct fshandle *)(uintptr_t)fi->fh;
 
-		if (h->files) {
-			rc = model_files_fgetattr(h->files, h->pfh, st);
-			if (rc == 0) {
-				st->st_uid = fs_ctx()->uid;
-				st->st_gid = fs_ctx()->gid;
-			}
-			return rc;
-		}
+		if (h->files)
+			return model_files_fgetattr(h->files, h->pfh, st);
 		return fs_stat_path(&h->path, st);
 	}
 	if (!path)
@@ -506,11 +589,7 @@ static void fs_list_catalog(struct fs_lister *l, const struct fspath *dirp)
 
 static int fs_files_entry(void *ctx, const char *name, const struct stat *st)
 {
-	struct stat copy = *st;
-
-	copy.st_uid = fs_ctx()->uid;
-	copy.st_gid = fs_ctx()->gid;
-	return fs_list_add(ctx, name, &copy);
+	return fs_list_add(ctx, name, st);
 }
 
 static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
@@ -613,7 +692,6 @@ static int fs_mkdir_tree(const char *path, mode_t mode)
 {
 	struct fspath parent;
 	const char *leaf;
-	char rel[256];
 	int rc = fspath_parse_parent(path, &parent, &leaf);
 
 	(void)mode;
@@ -623,22 +701,21 @@ static int fs_mkdir_tree(const char *path, mode_t mode)
 	case FSPATH_CONTRACTS:
 		return model_contract_create(fs_ctx()->model, leaf);
 	case FSPATH_CONTRACT:
-		return fs_done(model_contract_refuse(
-			fs_ctx()->model, parent.contract, leaf, EACCES,
-			"a contract holds a fixed set of "
-			"files and folders; nothing can "
-			"be created in it"));
+		return fs_refuse(&parent, leaf, EACCES,
+				 "a contract holds a fixed set of files and "
+				 "folders; nothing can be created in it");
 	case FSPATH_CONTRACT_DIR:
-		snprintf(rel, sizeof(rel), "%s/%s",
-			 contract_dir_name(parent.dir), leaf);
-		return fs_done(model_contract_refuse(
-			fs_ctx()->model, parent.contract, rel, EACCES,
-			"this folder holds a fixed set of files; nothing can "
-			"be created in it"));
+		return fs_refuse(&parent, leaf, EACCES,
+				 "this folder holds a fixed set of files; "
+				 "nothing can be created in it");
 	default:
-		/* The root, clusters/ (made by deploy), catalog/; file
-		 * managers' trash folders at the root end here too. */
-		return -EACCES;
+		/* Clusters' folders are made by deploy; the root, clusters/
+		 * and catalog/ (file managers' trash folders at the root end
+		 * here too) have no error file. */
+		return fs_refuse(&parent, leaf, EACCES,
+				 "a cluster holds the files and folders its "
+				 "deploy made; nothing can be created in it "
+				 "(files/ of a node can hold anything)");
 	}
 }
 
@@ -660,7 +737,9 @@ static int fs_rmdir_tree(const char *path)
 	case FSPATH_CONTRACT_FILE:
 		return -ENOTDIR;
 	default:
-		return -EACCES;
+		return fs_refuse(&p, NULL, EACCES,
+				 "the folders of a cluster go with it: rmdir "
+				 "the cluster's folder once it is terminated");
 	}
 }
 
@@ -679,7 +758,9 @@ static int fs_unlink_tree(const char *path)
 	if (p.kind == FSPATH_README || p.kind == FSPATH_CATALOG_FILE ||
 	    p.kind == FSPATH_CLUSTER_FILE || p.kind == FSPATH_NODE_FILE ||
 	    p.kind == FSPATH_CLUSTER_CONTRACT)
-		return -EPERM;
+		return fs_refuse(&p, NULL, EPERM,
+				 "the files of a cluster go with it: rmdir "
+				 "the cluster's folder once it is terminated");
 	return -EISDIR;
 }
 
@@ -688,25 +769,20 @@ static int fs_refuse_new(const char *path)
 {
 	struct fspath parent;
 	const char *leaf;
-	char rel[256];
 
 	if (fspath_parse_parent(path, &parent, &leaf))
 		return -ENOENT;
-	if (parent.kind == FSPATH_CONTRACT) {
-		return fs_done(model_contract_refuse(
-			fs_ctx()->model, parent.contract, leaf, EACCES,
-			"a contract holds a fixed set of files; this one is "
-			"not among them (see cclfs(1))"));
-	}
-	if (parent.kind == FSPATH_CONTRACT_DIR) {
-		snprintf(rel, sizeof(rel), "%s/%s",
-			 contract_dir_name(parent.dir), leaf);
-		return fs_done(model_contract_refuse(
-			fs_ctx()->model, parent.contract, rel, EACCES,
-			"this folder holds a fixed set of files; this one is "
-			"not among them (see cclfs(1))"));
-	}
-	return -EACCES;
+	if (parent.kind == FSPATH_CONTRACT)
+		return fs_refuse(&parent, leaf, EACCES,
+				 "a contract holds a fixed set of files; this "
+				 "one is not among them (see cclfs(1))");
+	if (parent.kind == FSPATH_CONTRACT_DIR)
+		return fs_refuse(&parent, leaf, EACCES,
+				 "this folder holds a fixed set of files; this "
+				 "one is not among them (see cclfs(1))");
+	return fs_refuse(&parent, leaf, EACCES,
+			 "a cluster holds the files its deploy made; this one "
+			 "is not among them (see cclfs(1))");
 }
 
 static int fs_create_tree(const char *path, mode_t mode,
@@ -739,22 +815,11 @@ static int fs_link(const char *from, const char *to)
 static int fs_rename_tree(const char *from, const char *to, unsigned int flags)
 {
 	struct fspath p;
+	int rc = fspath_parse(from, &p);
 
 	(void)to;
 	(void)flags;
-	if (fspath_parse(from, &p) == 0 && p.kind >= FSPATH_CONTRACT &&
-	    p.kind <= FSPATH_CONTRACT_FILE)
-		return fs_done(model_contract_refuse(
-			fs_ctx()->model, p.contract,
-			p.kind == FSPATH_CONTRACT_FILE
-				? contract_field_at((size_t)p.field)->path
-			: p.kind == FSPATH_CONTRACT_DIR
-				? contract_dir_name(p.dir)
-				: ".",
-			EPERM,
-			"nothing in cclfs can be renamed; copy the values "
-			"into a new contract instead"));
-	return -EPERM;
+	return rc ? rc : fs_refuse(&p, NULL, EPERM, fs_why_rename);
 }
 
 /* The modes and owners of the tree tell the truth and do not change; a
@@ -767,7 +832,9 @@ static int fs_chmod_tree(const char *path, mode_t mode,
 
 	if (rc)
 		return rc;
-	return (st.st_mode & 07777) == (mode & 07777) ? 0 : -EPERM;
+	return (st.st_mode & 07777) == (mode & 07777)
+		       ? 0
+		       : fs_refuse_at(path, fi, EPERM, fs_why_modes);
 }
 
 static int fs_chown(const char *path, uid_t uid, gid_t gid,
@@ -781,7 +848,7 @@ static int fs_chown(const char *path, uid_t uid, gid_t gid,
 	if ((uid == (uid_t)-1 || uid == st.st_uid) &&
 	    (gid == (gid_t)-1 || gid == st.st_gid))
 		return 0;
-	return -EPERM;
+	return fs_refuse_at(path, fi, EPERM, fs_why_modes);
 }
 
 static int fs_truncate_tree(const char *path, off_t size,
@@ -800,7 +867,8 @@ static int fs_truncate_tree(const char *path, off_t size,
 	}
 	/* O_TRUNC and truncate are no-ops on value files, so that a write
 	 * that is then refused never leaves the old value erased. */
-	return fs_writable(&p) ? 0 : -EACCES;
+	return fs_writable(&p) ? 0
+			       : fs_refuse(&p, NULL, EACCES, fs_why_readonly);
 }
 
 static int fs_utimens_tree(const char *path, const struct timespec tv[2],
@@ -820,7 +888,7 @@ static int fs_utimens_tree(const char *path, const struct timespec tv[2],
 	    ((p.kind == FSPATH_CONTRACT_FILE || p.kind == FSPATH_CLUSTER_FILE ||
 	      p.kind == FSPATH_NODE_FILE) &&
 	     !fs_writable(&p)))
-		return -EACCES;
+		return fs_refuse(&p, NULL, EACCES, fs_why_readonly);
 	if (p.kind == FSPATH_CLUSTER_FILE) {
 		if (tv[0].tv_nsec != UTIME_NOW || tv[1].tv_nsec != UTIME_NOW)
 			return 0;
@@ -917,11 +985,7 @@ static int fs_open_tree(const char *path, struct fuse_file_info *fi)
 		return -EISDIR;
 	if (acc != O_RDONLY && !fs_writable(&p)) {
 		/* The kernel checks modes, but root passes that check. */
-		if (p.kind == FSPATH_CONTRACT_FILE)
-			return fs_done(model_file_refuse(
-				fs_ctx()->model, p.contract, p.field, EACCES,
-				"this file is read-only; cclfs writes it"));
-		return -EACCES;
+		return fs_refuse(&p, NULL, EACCES, fs_why_readonly);
 	}
 	{
 		struct stat st;
@@ -1009,6 +1073,19 @@ static int fs_exec_run(struct fshandle *h)
 	return rc;
 }
 
+/* Once a command is written through a descriptor, it reads that command's
+ * output only: nothing if the command is refused, never what another
+ * command left in the file when it was opened. */
+static void fs_exec_forget(struct fshandle *h)
+{
+	free(h->snap);
+	h->snap = NULL;
+	h->snaplen = 0;
+	if (h->fd >= 0)
+		close(h->fd);
+	h->fd = -1;
+}
+
 /* A command runs when a newline ends what was written; the rest waits for
  * the next write or the close. */
 static int fs_exec_write(struct fshandle *h, const char *data, size_t size,
@@ -1025,6 +1102,7 @@ static int fs_exec_write(struct fshandle *h, const char *data, size_t size,
 		/* Nothing of it runs, not even at close. */
 		h->len = 0;
 		h->refused = -E2BIG;
+		fs_exec_forget(h);
 		snprintf(rel, sizeof(rel), "%s%s%s%s",
 			 h->path.kind == FSPATH_NODE_FILE ? "nodes/" : "",
 			 h->path.kind == FSPATH_NODE_FILE ? h->path.node : "",
@@ -1045,6 +1123,7 @@ static int fs_exec_write(struct fshandle *h, const char *data, size_t size,
 	if (h->buf[h->len - 1] != '\n')
 		return (int)size;
 	h->exec_off = off + (off_t)size;
+	fs_exec_forget(h);
 	rc = fs_exec_run(h);
 	return rc ? rc : (int)size;
 }
@@ -1058,7 +1137,7 @@ static int fs_write_handle(struct fshandle *h, const char *data, size_t size,
 	int rc;
 
 	if (!fs_writable(&h->path))
-		return -EACCES;
+		return fs_refuse(&h->path, NULL, EACCES, fs_why_readonly);
 	if (h->path.kind == FSPATH_CLUSTER_FILE ||
 	    h->path.kind == FSPATH_NODE_FILE) {
 		if (model_cluster_file_is_command(
@@ -1137,8 +1216,10 @@ static int fs_flush(const char *path, struct fuse_file_info *fi)
 	/* A command written without a final newline runs at the close. */
 	if (h && h->len && !h->refused &&
 	    (h->path.kind == FSPATH_CLUSTER_FILE ||
-	     h->path.kind == FSPATH_NODE_FILE))
+	     h->path.kind == FSPATH_NODE_FILE)) {
+		fs_exec_forget(h);
 		return fs_done(fs_exec_run(h));
+	}
 	return 0;
 }
 

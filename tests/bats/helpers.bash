@@ -123,6 +123,19 @@ cclfs_teardown() {
 	return $status
 }
 
+# Kill (by pid) what a test started on local nodes: every process whose
+# working directory is under the nodes/ of this test's state directory.
+cclfs_kill_node_processes() {
+	local d cwd real
+	real=$(cd "$STATE" 2>/dev/null && pwd -P) || return 0
+	for d in /proc/[0-9]*; do
+		cwd=$(readlink "$d/cwd" 2>/dev/null) || continue
+		case $cwd in
+		"$real/nodes/"*) kill -9 "${d#/proc/}" 2>/dev/null || true ;;
+		esac
+	done
+}
+
 # Run a command and capture stderr into $output too (bats' run merges).
 # Usage: run_shell 'echo 5 > f' — runs in bash with cwd MNT.
 run_shell() {
