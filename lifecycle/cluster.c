@@ -188,24 +188,22 @@ int cluster_fail(struct model *m, struct cluster *c, const char *relpath,
 		 int rc, const char *why)
 {
 	char raw[MODEL_ERR_MAX], msg[MODEL_ERR_MAX], err[MODEL_ERR_MAX];
-	char *copy, *old = c->error;
-	int64_t old_ns = c->error_ns;
+	char *copy;
 
 	snprintf(raw, sizeof(raw), "clusters/%s%s%s: %s", c->handle,
 		 *relpath ? "/" : "", relpath, why);
 	text_escape(raw, msg, sizeof(msg));
 	copy = strdup(msg);
 	if (copy) {
+		free(c->error);
 		c->error = copy;
 		c->error_ns = model_now();
-		if (cluster_store(m, c, err, sizeof(err))) {
-			c->error = old;
-			c->error_ns = old_ns;
-			free(copy);
-		} else {
-			free(old);
-			cluster_notify(m, c, "error");
-		}
+		/* Shown even when it cannot be stored: on a full disk the
+		 * error file is where the user learns why (the store keeps
+		 * the one before, until the next write that succeeds). */
+		if (cluster_store(m, c, err, sizeof(err)) && m->verbose)
+			fprintf(stderr, "cclfs: %s: %s\n", c->handle, err);
+		cluster_notify(m, c, "error");
 	}
 	cluster_log(m, c, "%s", msg);
 	return rc;
