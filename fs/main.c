@@ -26,6 +26,7 @@
 struct cclfs_opts {
 	char *config;
 	char *statedir;
+	int recover;
 	int help;
 	int version;
 };
@@ -35,13 +36,10 @@ struct cclfs_opts {
 		t, offsetof(struct cclfs_opts, p), 1                           \
 	}
 static const struct fuse_opt cclfs_optspec[] = {
-	CCLFS_OPT("config=%s", config),
-	CCLFS_OPT("statedir=%s", statedir),
-	CCLFS_OPT("-h", help),
-	CCLFS_OPT("--help", help),
-	CCLFS_OPT("-V", version),
-	CCLFS_OPT("--version", version),
-	FUSE_OPT_END,
+	CCLFS_OPT("config=%s", config),	 CCLFS_OPT("statedir=%s", statedir),
+	CCLFS_OPT("recover", recover),	 CCLFS_OPT("-h", help),
+	CCLFS_OPT("--help", help),	 CCLFS_OPT("-V", version),
+	CCLFS_OPT("--version", version), FUSE_OPT_END,
 };
 
 static void cclfs_usage(const char *prog)
@@ -66,11 +64,28 @@ static void cclfs_usage(const char *prog)
 	       "    -o statedir=DIR     state directory (default: "
 	       "$XDG_STATE_HOME/cclfs,\n"
 	       "                        ~/.local/state/cclfs)\n"
+	       "    -o recover          mount a damaged state database's "
+	       "last-good copy\n"
+	       "                        (the damaged file is moved aside "
+	       "and kept), or start\n"
+	       "                        beside a missing or empty one; "
+	       "report every cluster\n"
+	       "                        the state directory holds that the "
+	       "database does not\n"
+	       "                        know\n"
 	       "    -o allow_other      let other users see the mount "
 	       "(FUSE option)\n"
 	       "\n"
 	       "See cclfs(1).\n",
 	       prog);
+}
+
+/* What opening the state found (a recovery, remains of clusters): said
+ * on stderr before going to the background. */
+static void cclfs_report(void *ctx, const char *line)
+{
+	(void)ctx;
+	fprintf(stderr, "cclfs: %s\n", line);
 }
 
 static int cclfs_check_mountpoint(const char *mp)
@@ -158,8 +173,11 @@ int main(int argc, char *argv[])
 	mo.statedir = statedir;
 	mo.config = &cfg;
 	mo.verbose = cmd.foreground;
-	/* Open and load the state once before going to the background, so
-	 * that a bad state database is reported here; the connection is not
+	mo.recover = opts.recover;
+	mo.report = cclfs_report;
+	/* Open, check and load the state once before going to the
+	 * background, so that a damaged, missing or read-only state database
+	 * is refused here, and a recovery said here; the connection is not
 	 * carried across the fork. */
 	fs.model = model_open(&mo, err, sizeof(err));
 	if (!fs.model) {
@@ -168,6 +186,9 @@ int main(int argc, char *argv[])
 	}
 	model_close(fs.model);
 	fs.model = NULL;
+	mo.checked = 1;
+	mo.recover = 0;
+	mo.report = NULL;
 
 	fs.uid = getuid();
 	fs.gid = getgid();

@@ -8,6 +8,7 @@
 #include "lifecycle/contract.h"
 #include "lifecycle/model_priv.h"
 #include "lifecycle/resolution.h"
+#include "lifecycle/statedir.h"
 #include "lifecycle/store.h"
 #include "providers/provider.h"
 #include "resolver/assumption.h"
@@ -19,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 struct model_value {
 	char *text; /* NULL: the default */
@@ -202,16 +205,344 @@ static int model_load_value(void *ctx, const char *contract, const char *file,
 	return 0;
 }
 
+/* --- the state store at mount --- */
+
+/* How often at most the last-good copy is taken while values change. */
+#define MODEL_COPY_INTERVAL_S 300
+
+/* What model_store_open found and did, for the report. */
+struct model_opening {
+	const struct model_options *opt;
+	char path[PATH_MAX];	   /* STATEDIR/state.db */
+	char copy[PATH_MAX + 16];  /* STATEDIR/state.db.last-good */
+	char aside[PATH_MAX + 64]; /* where the old store went, "" none */
+	char found[MODEL_ERR_MAX]; /* what was wrong with it */
+	int64_t copied_ns;	   /* when the copy was taken (0 unknown) */
+	int copy_rc;		   /* store_copy_info: 0 usable */
+	bool restored;		   /* the copy became the store */
+	size_t remains;		   /* clusters with remains, unknown */
+};
+
+/* Tell the user (opt->report) and, once it is open, the store's log. */
+__attribute__((format(printf, 3, 4))) static void
+model_report(struct model *m, const struct model_options *opt, const char *fmt,
+	     ...)
+{
+	char line[2 * MODEL_ERR_MAX], err[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (opt->report)
+		opt->report(opt->report_ctx, line);
+	if (m->store)
+		store_log(m->store, "store", model_now(), line, err,
+			  sizeof(err));
+}
+
+/* A local date and time for messages. */
+static void model_date(int64_t ns, char *out, size_t len)
+{
+	time_t t = (time_t)(ns / 1000000000);
+	struct tm tm;
+
+	if (ns <= 0 || !localtime_r(&t, &tm) ||
+	    !strftime(out, len, "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(out, len, "an unknown time");
+}
+
+/* Append to the text in buf (len bytes), cutting what does not fit. */
+__attribute__((format(printf, 3, 4))) static void
+model_append(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t n = strnlen(buf, len);
+	va_list ap;
+
+	if (n + 1 >= len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + n, len - n, fmt, ap);
+	va_end(ap);
+}
+
+struct model_remains_ctx {
+	struct model *m;
+	struct model_opening *o;
+	bool quiet; /* count them only */
+};
+
+/* Report one cluster the state directory holds remains of, unless the
+ * store knows it. */
+static int model_remains_one(void *ctx, const struct statedir_remains *r)
+{
+	struct model_remains_ctx *x = ctx;
+	const char *dir = x->o->opt->statedir;
+	char what[MODEL_ERR_MAX] = "", procs[MODEL_ERR_MAX] = "";
+
+	if (!r->node_dirs && !r->outputs && !r->keys && !r->nprocs)
+		return 0; /* empty directories only */
+	if (x->m->store && store_cluster_known(x->m->store, r->handle) == 1)
+		return 0;
+	x->o->remains++;
+	if (x->quiet)
+		return 0;
+	if (r->node_dirs)
+		model_append(what, sizeof(what),
+			     "%d local node director%s in %s/nodes/%s",
+			     r->node_dirs, r->node_dirs == 1 ? "y" : "ies", dir,
+			     r->handle);
+	if (r->outputs)
+		model_append(what, sizeof(what),
+			     "%s%d file%s of command output in %s/clusters/%s",
+			     what[0] ? ", " : "", r->outputs,
+			     r->outputs == 1 ? "" : "s", dir, r->handle);
+	if (r->keys)
+		model_append(what, sizeof(what),
+			     "%s%d SSH key file%s of an EC2 cluster in %s/keys "
+			     "(its instances are tagged cclfs-%s-...)",
+			     what[0] ? ", " : "", r->keys,
+			     r->keys == 1 ? "" : "s", dir, r->handle);
+	for (size_t i = 0; i < r->nprocs && i < STATEDIR_PROCS_MAX; i++)
+		model_append(procs, sizeof(procs), "%s%d (%s, %s)",
+			     procs[0] ? ", " : "", (int)r->procs[i].pid,
+			     r->procs[i].comm, r->procs[i].instance);
+	if (r->nprocs > STATEDIR_PROCS_MAX)
+		model_append(procs, sizeof(procs), " and %zu more",
+			     r->nprocs - STATEDIR_PROCS_MAX);
+	model_report(x->m, x->o->opt,
+		     "cluster %s is not in the state database, but %s holds "
+		     "what it left: %s%s%s",
+		     r->handle, dir, what[0] ? what : "no files",
+		     r->nprocs ? "; processes of its local nodes still run: "
+			       : "",
+		     procs);
+	return 0;
+}
+
+/* Report the clusters of the state directory the store does not know
+ * (all of them when there is no store yet). */
+static void model_remains(struct model *m, struct model_opening *o, bool quiet)
+{
+	struct model_remains_ctx x = {m, o, quiet};
+
+	o->remains = 0;
+	statedir_remains(o->opt->statedir, model_remains_one, &x);
+}
+
+/* Refuse a damaged store: what is wrong, and what -o recover would do. */
+static void model_refuse_damaged(struct model_opening *o, char *err,
+				 size_t errlen)
+{
+	char date[64];
+
+	model_date(o->copied_ns, date, sizeof(date));
+	if (o->copy_rc == 0)
+		snprintf(err, errlen,
+			 "%s. cclfs will not mount it: values would read as "
+			 "their defaults. Mount with -o recover to move it "
+			 "aside (it is kept) and mount from the last-good copy "
+			 "%s of %s (changes made after it will be missing)",
+			 o->found, o->copy, date);
+	else
+		snprintf(err, errlen,
+			 "%s. cclfs will not mount it: values would read as "
+			 "their defaults. There is no usable last-good copy "
+			 "(%s); mount with -o recover to move it aside (it is "
+			 "kept) and start with an empty store",
+			 o->found,
+			 o->copy_rc == -ENOENT ? "none was taken yet"
+					       : "it is damaged too");
+}
+
+/* Refuse a missing or empty store beside what an earlier one left. */
+static void model_refuse_missing(struct model_opening *o, bool wal, char *err,
+				 size_t errlen)
+{
+	char date[64], what[2 * MODEL_ERR_MAX] = "";
+
+	model_date(o->copied_ns, date, sizeof(date));
+	if (o->remains)
+		model_append(what, sizeof(what),
+			     "the remains of %zu cluster%s (above)", o->remains,
+			     o->remains == 1 ? "" : "s");
+	if (wal)
+		model_append(what, sizeof(what), "%sits write-ahead log %s-wal",
+			     what[0] ? ", " : "", o->path);
+	if (o->copy_rc == 0)
+		model_append(what, sizeof(what),
+			     "%sa last-good copy of it (%s, of %s)",
+			     what[0] ? ", " : "", o->copy, date);
+	err[0] = '\0';
+	model_append(err, errlen,
+		     "%s. cclfs will not start from an empty store beside what "
+		     "an earlier one left (%s): that would leave it untracked. "
+		     "Mount with -o recover ",
+		     o->found, what);
+	if (o->copy_rc == 0)
+		model_append(err, errlen,
+			     "to mount from the last-good copy (changes made "
+			     "after %s will be missing)",
+			     date);
+	else
+		model_append(err, errlen, "to start with an empty store");
+	model_append(err, errlen,
+		     " and have every cluster it does not know reported");
+}
+
+/* Load every contract and value of the store. */
+static int model_store_load(struct model *m, char *err, size_t errlen)
+{
+	struct store_loader loader = {m, model_load_contract, model_load_value};
+
+	return store_load(m->store, &loader, err, errlen);
+}
+
+/* Forget what model_store_load loaded, and close the store. */
+static void model_store_unload(struct model *m)
+{
+	for (size_t i = 0; i < m->count; i++)
+		model_contract_free(m->contracts[i]);
+	m->count = 0;
+	m->contracts_ns = 0;
+	store_close(m->store);
+	m->store = NULL;
+}
+
+/* Open the store of the state directory, refusing a damaged, missing or
+ * empty one as the options say, and recovering it with -o recover. */
+static int model_store_open(struct model *m, struct model_opening *o, char *err,
+			    size_t errlen)
+{
+	const struct model_options *opt = o->opt;
+	char wal[PATH_MAX + 8];
+	struct stat sw;
+	bool damaged, has_wal;
+	int rc;
+
+	if (opt->checked) {
+		m->store = store_open(o->path, err, errlen);
+		return m->store ? model_store_load(m, err, errlen) : -EIO;
+	}
+	snprintf(wal, sizeof(wal), "%s-wal", o->path);
+	rc = statedir_check_writable(o->path, err, errlen);
+	if (rc == 0 && access(wal, F_OK) == 0)
+		rc = statedir_check_writable(wal, err, errlen);
+	if (rc)
+		return rc;
+	m->store = store_open_checked(o->path, false, &rc, err, errlen);
+	/* Every row must read back too: none may pass for a missing one. */
+	if (m->store && (rc = model_store_load(m, err, errlen)) == 0)
+		return 0;
+	model_store_unload(m);
+	if (rc != -EUCLEAN && rc != -ENOENT && rc != -ENODATA)
+		return rc;
+	damaged = rc == -EUCLEAN;
+	o->found[0] = '\0';
+	if (damaged)
+		model_append(o->found, sizeof(o->found), "%s", err);
+	else
+		model_append(o->found, sizeof(o->found),
+			     "state database %s is %s", o->path,
+			     rc == -ENOENT ? "missing" : "empty");
+	o->copy_rc = store_copy_info(o->copy, &o->copied_ns, err, errlen);
+	has_wal = stat(wal, &sw) == 0 && sw.st_size > 0;
+	if (damaged && !opt->recover) {
+		model_refuse_damaged(o, err, errlen);
+		return -EUCLEAN;
+	}
+	if (!damaged) {
+		/* Listed now for a refusal, after the recovery else. */
+		model_remains(m, o, opt->recover);
+		if (!opt->recover &&
+		    (o->remains || has_wal || o->copy_rc == 0)) {
+			model_refuse_missing(o, has_wal, err, errlen);
+			return -ENODATA;
+		}
+	}
+	if (opt->recover) {
+		if (o->copy_rc && o->copy_rc != -ENOENT) {
+			char why[MODEL_ERR_MAX];
+
+			snprintf(why, sizeof(why), "%s", err);
+			snprintf(err, errlen,
+				 "%s, and the last-good copy cannot be used "
+				 "either: %s. Move both aside to start with an "
+				 "empty store",
+				 o->found, why);
+			return -EUCLEAN;
+		}
+		if ((access(o->path, F_OK) == 0 || access(wal, F_OK) == 0) &&
+		    (rc = statedir_move_aside(
+			     o->path, damaged ? "damaged" : "empty", o->aside,
+			     sizeof(o->aside), err, errlen)))
+			return rc;
+		if (o->copy_rc == 0) {
+			rc = statedir_copy_file(o->copy, o->path, err, errlen);
+			if (rc)
+				return rc;
+			o->restored = true;
+		}
+	}
+	m->store = store_open_checked(o->path, true, &rc, err, errlen);
+	return m->store ? model_store_load(m, err, errlen) : rc;
+}
+
+/* Say what a recovery did and what the state directory holds that the
+ * store does not know. */
+static void model_store_report(struct model *m, struct model_opening *o)
+{
+	char date[64];
+
+	if (!o->opt->recover)
+		return;
+	model_date(o->copied_ns, date, sizeof(date));
+	if (o->aside[0])
+		model_report(m, o->opt, "recover: %s; it was moved aside to %s",
+			     o->found, o->aside);
+	if (o->restored)
+		model_report(m, o->opt,
+			     "recover: mounted from the last-good copy taken "
+			     "%s: changes made after it (contracts, values, "
+			     "resolutions, clusters deployed or changed) may "
+			     "be missing",
+			     date);
+	else if (o->found[0])
+		model_report(m, o->opt,
+			     "recover: there was no last-good copy: mounted "
+			     "with an empty store");
+	model_remains(m, o, false);
+	if (o->remains)
+		model_report(m, o->opt,
+			     "recover: %zu cluster%s above %s not tracked by "
+			     "cclfs: stop %s processes and remove %s files "
+			     "when you no longer need them",
+			     o->remains, o->remains == 1 ? "" : "s",
+			     o->remains == 1 ? "is" : "are",
+			     o->remains == 1 ? "its" : "their",
+			     o->remains == 1 ? "its" : "their");
+}
+
+/* From the copy keeper's thread: a copy could not be taken. */
+static void model_copy_failed(void *ctx, const char *why)
+{
+	struct model *m = ctx;
+
+	pthread_mutex_lock(&m->lock);
+	model_log(m, "store", "the last-good copy was not taken: %s", why);
+	pthread_mutex_unlock(&m->lock);
+}
+
 struct model *model_open(const struct model_options *opt, char *err,
 			 size_t errlen)
 {
 	struct model *m = calloc(1, sizeof(*m));
-	struct store_loader loader = {NULL, model_load_contract,
-				      model_load_value};
-	char path[PATH_MAX];
+	struct model_opening *o = calloc(1, sizeof(*o));
 
-	if (!m) {
+	if (!m || !o) {
 		snprintf(err, errlen, "out of memory");
+		free(m);
+		free(o);
 		return NULL;
 	}
 	pthread_mutex_init(&m->lock, NULL);
@@ -222,16 +553,15 @@ struct model *model_open(const struct model_options *opt, char *err,
 	m->changed = opt->changed;
 	m->changed_ctx = opt->changed_ctx;
 	m->contracts_ns = 0; /* the newest contract's, once loaded */
-	if (snprintf(path, sizeof(path), "%s/state.db", opt->statedir) >=
-	    (int)sizeof(path)) {
+	o->opt = opt;
+	o->copy_rc = -ENOENT;
+	if (snprintf(o->path, sizeof(o->path), "%s/state.db", opt->statedir) >=
+	    (int)sizeof(o->path)) {
 		snprintf(err, errlen, "state directory name is too long");
 		goto fail;
 	}
-	m->store = store_open(path, err, errlen);
-	if (!m->store)
-		goto fail;
-	loader.ctx = m;
-	if (store_load(m->store, &loader, err, errlen))
+	snprintf(o->copy, sizeof(o->copy), "%s.last-good", o->path);
+	if (model_store_open(m, o, err, errlen))
 		goto fail;
 	if (m->contracts_ns == 0)
 		m->contracts_ns = model_now();
@@ -242,8 +572,22 @@ struct model *model_open(const struct model_options *opt, char *err,
 	snprintf(m->statedir, sizeof(m->statedir), "%s", opt->statedir);
 	if (cluster_open(m, err, errlen))
 		goto fail;
+	if (!opt->checked) {
+		char why[MODEL_ERR_MAX];
+
+		model_store_report(m, o);
+		/* Everything read back: this store is a good one to keep. */
+		if (store_copy(o->path, o->copy, why, sizeof(why)))
+			model_report(m, opt,
+				     "the last-good copy was not taken: %s",
+				     why);
+	}
+	store_keep_copy(m->store, o->copy, MODEL_COPY_INTERVAL_S,
+			model_copy_failed, m);
+	free(o);
 	return m;
 fail:
+	free(o);
 	model_close(m);
 	return NULL;
 }
@@ -338,10 +682,10 @@ int model_contract_create(struct model *m, const char *name)
 	pthread_mutex_lock(&m->lock);
 	if (model_find(m, name)) {
 		rc = -EEXIST;
-	} else if (store_contract_add(m->store, name, now, err, sizeof(err))) {
+	} else if ((rc = store_contract_add(m->store, name, now, err,
+					    sizeof(err)))) {
 		model_log(m, "contracts", "mkdir contracts/%s failed: %s", name,
 			  err);
-		rc = -EIO;
 	} else {
 		rc = model_insert(m, c);
 		if (rc == 0) {
@@ -368,10 +712,9 @@ int model_contract_remove(struct model *m, const char *name)
 	} else if (cluster_contract_busy(m, name, err, sizeof(err))) {
 		model_fail_path(m, m->contracts[i], "", -EBUSY, err);
 		rc = -EBUSY;
-	} else if (store_contract_remove(m->store, name, err, sizeof(err))) {
-		model_log(m, "contracts", "rmdir contracts/%s failed: %s", name,
-			  err);
-		rc = -EIO;
+	} else if ((rc = store_contract_remove(m->store, name, err,
+					       sizeof(err)))) {
+		model_fail_path(m, m->contracts[i], "", rc, err);
 	} else {
 		model_contract_free(m->contracts[i]);
 		memmove(m->contracts + i, m->contracts + i + 1,
@@ -528,16 +871,17 @@ static int model_fail_path(struct model *m, struct model_contract *c,
 
 	snprintf(msg, sizeof(msg), "contracts/%s%s%s: %s", c->name,
 		 *relpath ? "/" : "", relpath, why);
+	/* The error file tells why even when the store cannot keep it (a
+	 * full disk, a read-only store): then it lasts until the next
+	 * success or unmount. */
 	copy = strdup(msg);
-	if (copy && store_contract_error(m->store, c->name, msg, now, err,
-					 sizeof(err)) == 0) {
+	if (copy) {
 		free(c->error);
 		c->error = copy;
 		c->error_ns = now;
 		model_notify(m, c, "error");
-	} else {
-		free(copy);
 	}
+	store_contract_error(m->store, c->name, msg, now, err, sizeof(err));
 	model_log(m, "contracts", "%s", msg);
 	return rc;
 }
@@ -581,20 +925,21 @@ static int model_commit(struct model *m, struct model_contract *c, size_t f,
 		model_feeds_resolution(field) && *model_value(c, (size_t)res);
 	char err[MODEL_ERR_MAX];
 	char *copy = strdup(text);
+	int rc;
 
 	if (!copy)
 		return model_fail(m, c, f, -ENOMEM, "out of memory");
-	if (store_begin(m->store, err, sizeof(err)) ||
-	    store_value_put(m->store, c->name, field->path, text, now, err,
-			    sizeof(err)) ||
-	    (clear_res && store_value_put(m->store, c->name, "resolution", "",
-					  now, err, sizeof(err))) ||
+	if ((rc = store_begin(m->store, err, sizeof(err))) ||
+	    (rc = store_value_put(m->store, c->name, field->path, text, now,
+				  err, sizeof(err))) ||
+	    (clear_res && (rc = store_value_put(m->store, c->name, "resolution",
+						"", now, err, sizeof(err)))) ||
 	    (clear_error &&
-	     model_clear_error_stored(m, c, now, err, sizeof(err))) ||
-	    store_commit(m->store, err, sizeof(err))) {
+	     (rc = model_clear_error_stored(m, c, now, err, sizeof(err)))) ||
+	    (rc = store_commit(m->store, err, sizeof(err)))) {
 		store_rollback(m->store);
 		free(copy);
-		return model_fail(m, c, f, -EIO, err);
+		return model_fail(m, c, f, rc, err);
 	}
 	free(c->values[f].text);
 	c->values[f].text = copy;
@@ -628,16 +973,16 @@ static int model_resolve(struct model *m, struct model_contract *c, size_t f,
 			    sizeof(why));
 	if (rc)
 		return model_fail(m, c, f, rc, why);
-	if (store_begin(m->store, err, sizeof(err)) ||
-	    store_value_put(m->store, c->name, "resolution", text, now, err,
-			    sizeof(err)) ||
-	    store_value_put(m->store, c->name, contract_field_at(f)->path, "",
-			    now, err, sizeof(err)) ||
-	    model_clear_error_stored(m, c, now, err, sizeof(err)) ||
-	    store_commit(m->store, err, sizeof(err))) {
+	if ((rc = store_begin(m->store, err, sizeof(err))) ||
+	    (rc = store_value_put(m->store, c->name, "resolution", text, now,
+				  err, sizeof(err))) ||
+	    (rc = store_value_put(m->store, c->name, contract_field_at(f)->path,
+				  "", now, err, sizeof(err))) ||
+	    (rc = model_clear_error_stored(m, c, now, err, sizeof(err))) ||
+	    (rc = store_commit(m->store, err, sizeof(err)))) {
 		store_rollback(m->store);
 		free(text);
-		return model_fail(m, c, f, -EIO, err);
+		return model_fail(m, c, f, rc, err);
 	}
 	if (strcmp(model_value(c, (size_t)res), text) != 0)
 		model_notify(m, c, "resolution");
@@ -863,11 +1208,14 @@ static int model_reset_locked(struct model *m, struct model_contract *c,
 	char err[MODEL_ERR_MAX];
 
 	if (field->role == CONTRACT_ROLE_ERROR) {
+		int rc;
+
 		if (!*c->error)
 			return 0;
-		if (store_contract_error(m->store, c->name, "", now, err,
-					 sizeof(err)))
-			return model_fail(m, c, f, -EIO, err);
+		rc = store_contract_error(m->store, c->name, "", now, err,
+					  sizeof(err));
+		if (rc)
+			return model_fail(m, c, f, rc, err);
 		model_clear_error(m, c, now);
 		return 0;
 	}

@@ -25,6 +25,21 @@ struct model_options {
 	/* The providers (NULL-terminated), NULL for the registry's: tests
 	 * give a fake one. */
 	const struct provider_entry *const *providers;
+	/* The state store is checked at open (SQLite's quick_check) and a
+	 * damaged one refused; after a good check a last-good copy is taken
+	 * (STATEDIR/state.db.last-good). `checked`: an earlier model_open of
+	 * this mount did that already (skip it). */
+	int checked;
+	/* -o recover: a damaged store is moved aside (kept) and the last-good
+	 * copy mounted; a missing or empty one beside what an earlier store
+	 * left is replaced by that copy too (or started empty); and whatever
+	 * clusters the state directory holds that the store does not know are
+	 * reported. Without it, those cases are refused. */
+	int recover;
+	/* Lines for the user, as they are found (what a recovery did, what a
+	 * refusal found); also in the log. */
+	void (*report)(void *ctx, const char *line);
+	void *report_ctx;
 };
 
 struct model_attr {

@@ -1,18 +1,40 @@
 /* The state store: every persistent byte of cclfs lives in one SQLite
  * database under the state directory. This file owns its schema, its
- * migrations and every statement that reads or writes it. */
+ * migrations and every statement that reads or writes it, its check, and
+ * its last-good copy.
+ *
+ * Every function that returns an int returns 0 on success, or a negative
+ * errno with err filled with one sentence naming the file: -ENOSPC when
+ * its disk is full, -EROFS when it cannot be written (a read-only file
+ * system, an immutable file), -EBUSY when another process holds it locked,
+ * -ENOMEM, and -EIO for an I/O error or a damaged database. */
 #ifndef CCLFS_LIFECYCLE_STORE_H
 #define CCLFS_LIFECYCLE_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct store;
 
+struct sqlite3;
+
 /* Open (creating if needed) the database at path, mode 0600. Returns NULL
  * and fills err on failure. */
 struct store *store_open(const char *path, char *err, size_t errlen);
+/* store_open after SQLite's quick_check of the file, run before anything
+ * is written to it. On failure *rc is -EUCLEAN when the file is damaged
+ * (the check found errors, or it is not a database), -EROFS when it can
+ * only be read, else another -errno. Unless `create`, a missing file
+ * (-ENOENT) or a database without tables (-ENODATA: an empty file, say) is
+ * refused too, and nothing is written. */
+struct store *store_open_checked(const char *path, bool create, int *rc,
+				 char *err, size_t errlen);
+/* Stops the copy keeper (waiting for a copy in progress), then closes. */
 void store_close(struct store *st);
+
+/* The errno of SQLite's result code rc (extended or not) on db. */
+int store_errno(struct sqlite3 *db, int rc);
 
 /* Callbacks of store_load: one call per contract, then one per stored
  * value of that contract. A non-zero return stops the load. */
@@ -26,8 +48,8 @@ struct store_loader {
 int store_load(struct store *st, const struct store_loader *loader, char *err,
 	       size_t errlen);
 
-/* Each returns 0, or -1 with err filled. Every call is one transaction,
- * durable when it returns. */
+/* Each returns 0, or -errno with err filled. Every call is one
+ * transaction, durable when it returns. */
 int store_contract_add(struct store *st, const char *name, int64_t created_ns,
 		       char *err, size_t errlen);
 int store_contract_remove(struct store *st, const char *name, char *err,
@@ -95,6 +117,9 @@ int store_load_clusters(struct store *st,
 			const struct store_cluster_loader *loader, char *err,
 			size_t errlen);
 
+/* Whether a cluster of that handle is stored: 1, 0, or -errno. */
+int store_cluster_known(struct store *st, const char *handle);
+
 /* The log lines of `subject`, oldest first; fn returns non-zero to stop. */
 int store_log_lines(struct store *st, const char *subject,
 		    int (*fn)(void *ctx, int64_t at_ns, const char *line),
@@ -104,5 +129,30 @@ int store_log_lines(struct store *st, const char *subject,
 int store_begin(struct store *st, char *err, size_t errlen);
 int store_commit(struct store *st, char *err, size_t errlen);
 void store_rollback(struct store *st);
+
+/*
+ * The last-good copy. store_copy writes a copy of the database at src (a
+ * live store: read through a connection of its own, one consistent
+ * snapshot, with SQLite's online backup) to dest, mode 0600: into
+ * dest.tmp, which must pass quick_check, is synced and then renamed over
+ * dest, so dest is always a whole, checked copy. The copy stands alone (no
+ * WAL beside it) and records when it was taken.
+ */
+int store_copy(const char *src, const char *dest, char *err, size_t errlen);
+/* Check the copy at path (quick_check) and tell when it was taken (ns
+ * since the epoch, 0 unknown): 0, -ENOENT when there is none, -EUCLEAN
+ * when it is damaged, else -errno. */
+int store_copy_info(const char *path, int64_t *copied_ns, char *err,
+		    size_t errlen);
+/*
+ * Keep dest a copy of st: once a change is committed and the last copy is
+ * at least interval_s seconds old, a thread of the store's own takes a new
+ * one with store_copy. It reads through its own connection (WAL: it never
+ * blocks a writer), so no request waits for it. A copy that fails is
+ * reported through report (from that thread) and tried again an interval
+ * later. Counts the copy just taken at mount as the last one.
+ */
+int store_keep_copy(struct store *st, const char *dest, int interval_s,
+		    void (*report)(void *ctx, const char *line), void *ctx);
 
 #endif
