@@ -340,7 +340,9 @@ static int statedir_count(const char *dir, const char *sub)
 	DIR *d;
 	int n = 0;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, sub);
+	if (snprintf(path, sizeof(path), "%s/%s", dir, sub) >=
+	    (int)sizeof(path))
+		return -1;
 	d = opendir(path);
 	if (!d)
 		return -1;
@@ -359,7 +361,9 @@ static int statedir_scan(const char *dir, const char *sub,
 	struct dirent *e;
 	DIR *d;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, sub);
+	if (snprintf(path, sizeof(path), "%s/%s", dir, sub) >=
+	    (int)sizeof(path))
+		return -ENAMETOOLONG;
 	d = opendir(path);
 	if (!d)
 		return errno == ENOENT ? 0 : -errno;
