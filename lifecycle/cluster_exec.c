@@ -1,6 +1,6 @@
 /* exec of clusters: a command on one node or on every node at once (a
- * thread each, polling for interruption), the outputs kept per node and
- * for the cluster, and the results recorded in the store. */
+ * thread each, polling for interruption), its environment, the outputs kept
+ * per node and for the cluster, and the results recorded in the store. */
 #include "lifecycle/cluster_hostfile.h"
 #include "lifecycle/cluster_priv.h"
 #include "lifecycle/store.h"
@@ -34,8 +34,7 @@ struct cluster_exec_one {
 	struct provider_node pn;
 	char name[16];
 	char out[PATH_MAX + 96], errp[PATH_MAX + 96];
-	char env[4][PATH_MAX + 64];
-	const char *envp[5];
+	struct cluster_env env;
 	const char *command;
 	int (*cancelled)(void *);
 	void *cancel_ctx;
@@ -60,7 +59,7 @@ static void *cluster_exec_thread(void *arg)
 		.command = x->command,
 		.stdout_path = x->out,
 		.stderr_path = x->errp,
-		.env = x->envp,
+		.env = x->env.envp,
 		.cancelled = x->cancelled,
 		.cancel_ctx = x->cancel_ctx,
 		.exit_status = -1,
@@ -165,6 +164,59 @@ static void cluster_spare_put(const char *dir, const char *node,
 		unlink(tmp);
 }
 
+/* --- the command's environment --- */
+
+int cluster_env_make(struct model *m, const struct cluster *c,
+		     const struct cluster_node *n, const char *dir,
+		     struct cluster_env *e)
+{
+	const char *v = m->contract_config(m, c->contract, "environment");
+	size_t lines = 1, k = 0;
+
+	e->config = strdup(v);
+	for (const char *s = v; *s; s++)
+		lines += *s == '\n';
+	e->envp = calloc(lines + 5, sizeof(*e->envp));
+	if (!e->config || !e->envp) {
+		cluster_env_free(e);
+		return -ENOMEM;
+	}
+	for (char *line = e->config, *next; line; line = next) {
+		char *eq;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		line += strspn(line, " \t");
+		eq = strchr(line, '=');
+		/* Checked when written; cclfs.conf's [defaults] may hold
+		 * anything, and what is not NAME=VALUE is left out. */
+		if (eq && contract_env_name_valid(line, (size_t)(eq - line)) &&
+		    strncmp(line, "CCLFS_", 6) != 0)
+			e->envp[k++] = line;
+	}
+	snprintf(e->cclfs[0], sizeof(e->cclfs[0]), "CCLFS_CLUSTER=%s",
+		 c->handle);
+	snprintf(e->cclfs[1], sizeof(e->cclfs[1]), "CCLFS_NODE=%s",
+		 n->pn.rank < 0 ? "manager" : n->name);
+	snprintf(e->cclfs[2], sizeof(e->cclfs[2]), "CCLFS_NODE_COUNT=%d",
+		 c->node_count);
+	snprintf(e->cclfs[3], sizeof(e->cclfs[3]), "CCLFS_HOSTFILE=%s/hostfile",
+		 dir);
+	for (int i = 0; i < 4; i++)
+		e->envp[k++] = e->cclfs[i];
+	e->envp[k] = NULL;
+	return 0;
+}
+
+void cluster_env_free(struct cluster_env *e)
+{
+	free(e->config);
+	free(e->envp);
+	e->config = NULL;
+	e->envp = NULL;
+}
+
 /* Copy the lines of file `from` into out, each prefixed "NAME: ". */
 static void cluster_prefix_lines(const char *from, const char *name, FILE *out)
 {
@@ -258,17 +310,14 @@ int model_exec(struct model *m, const char *handle, const char *node,
 			 nd->name, seq);
 		cluster_spare_take(dir, nd->name, "stdout", x->out);
 		cluster_spare_take(dir, nd->name, "stderr", x->errp);
-		snprintf(x->env[0], sizeof(x->env[0]), "CCLFS_CLUSTER=%s",
-			 c->handle);
-		snprintf(x->env[1], sizeof(x->env[1]), "CCLFS_NODE=%s",
-			 nd->pn.rank < 0 ? "manager" : nd->name);
-		snprintf(x->env[2], sizeof(x->env[2]), "CCLFS_NODE_COUNT=%d",
-			 c->node_count);
-		snprintf(x->env[3], sizeof(x->env[3]),
-			 "CCLFS_HOSTFILE=%s/hostfile", dir);
-		for (int e = 0; e < 4; e++)
-			x->envp[e] = x->env[e];
-		x->envp[4] = NULL;
+		if (cluster_env_make(m, c, nd, dir, &x->env)) {
+			for (size_t k = 0; k < n; k++)
+				cluster_env_free(&xs[k].env);
+			pthread_mutex_unlock(&m->lock);
+			free(xs);
+			free(cmd);
+			return -ENOMEM;
+		}
 		x->command = cmd;
 		x->cancelled = cancelled;
 		x->cancel_ctx = cancel_ctx;
@@ -395,6 +444,8 @@ int model_exec(struct model *m, const char *handle, const char *node,
 		cluster_clear_error(m, c);
 	}
 	pthread_mutex_unlock(&m->lock);
+	for (size_t i = 0; i < n; i++)
+		cluster_env_free(&xs[i].env);
 	free(xs);
 	free(cmd);
 	return rc;

@@ -1,5 +1,6 @@
 /* mpiexec on clusters: Open MPI's mpirun run from the launch node with the
- * cluster's hostfile, its outputs kept for mpi_stdout/mpi_stderr (the nodes
+ * cluster's hostfile and a command's environment (cluster_exec.c), its
+ * outputs kept for mpi_stdout/mpi_stderr (the nodes
  * were prepared for it by the deploy and resume jobs, cluster_jobs.c). */
 #include "lifecycle/cluster_hostfile.h"
 #include "lifecycle/cluster_priv.h"
@@ -64,10 +65,10 @@ int model_mpiexec(struct model *m, const char *handle, const char *command,
 {
 	char dir[PATH_MAX], why[2 * MODEL_ERR_MAX], err[MODEL_ERR_MAX] = "";
 	char out[PATH_MAX + 64], errp[PATH_MAX + 64], final[PATH_MAX + 64];
-	char env[4][PATH_MAX + 64], q[96], node[16];
-	const char *envp[5];
+	char q[96], node[16];
 	unsigned seq = atomic_fetch_add(&cluster_mpi_seq, 1);
 	struct provider_run run = {.exit_status = -1};
+	struct cluster_env env = {0};
 	struct cluster_node *launch;
 	struct provider_node pn;
 	struct provider *p;
@@ -139,14 +140,12 @@ int model_mpiexec(struct model *m, const char *handle, const char *command,
 	p = cluster_provider(m, launch);
 	pn = launch->pn;
 	snprintf(node, sizeof(node), "%s", launch->name);
-	snprintf(env[0], sizeof(env[0]), "CCLFS_CLUSTER=%s", c->handle);
-	snprintf(env[1], sizeof(env[1]), "CCLFS_NODE=%s",
-		 pn.rank < 0 ? "manager" : launch->name);
-	snprintf(env[2], sizeof(env[2]), "CCLFS_NODE_COUNT=%d", c->node_count);
-	snprintf(env[3], sizeof(env[3]), "CCLFS_HOSTFILE=%s/hostfile", dir);
-	for (int e = 0; e < 4; e++)
-		envp[e] = env[e];
-	envp[4] = NULL;
+	if (cluster_env_make(m, c, launch, dir, &env)) {
+		rc = cluster_fail(m, c, "mpiexec", -ENOMEM,
+				  "out of memory for the job's environment");
+		free(cmd);
+		goto refused;
+	}
 	snprintf(out, sizeof(out), "%s/.mpi.%u.stdout", dir, seq);
 	snprintf(errp, sizeof(errp), "%s/.mpi.%u.stderr", dir, seq);
 	pthread_mutex_unlock(&m->lock);
@@ -154,7 +153,7 @@ int model_mpiexec(struct model *m, const char *handle, const char *command,
 	run.command = cmd;
 	run.stdout_path = out;
 	run.stderr_path = errp;
-	run.env = envp;
+	run.env = env.envp;
 	run.cancelled = cancelled;
 	run.cancel_ctx = cancel_ctx;
 	rc = p ? p->ops->run(p, &pn, &run, err, sizeof(err)) : -ENOSYS;
@@ -169,6 +168,7 @@ int model_mpiexec(struct model *m, const char *handle, const char *command,
 	snprintf(final, sizeof(final), "%s/mpi.stderr", dir);
 	if (rename(errp, final) != 0)
 		unlink(errp);
+	cluster_env_free(&env);
 
 	pthread_mutex_lock(&m->lock);
 	c = cluster_find(m, handle);

@@ -50,6 +50,15 @@ struct cluster {
 	int64_t mpi_ns;		    /* when it ended */
 };
 
+/* The environment of a command on a node: the contract's
+ * config/environment as it is when the command starts, then CCLFS_CLUSTER,
+ * CCLFS_NODE, CCLFS_NODE_COUNT and CCLFS_HOSTFILE. */
+struct cluster_env {
+	char *config;	   /* config/environment's lines, NUL-separated */
+	const char **envp; /* NULL-terminated: provider_run.env */
+	char cclfs[4][PATH_MAX + 64];
+};
+
 /* A file's content being rendered. */
 struct cluster_text {
 	char *buf;
@@ -97,6 +106,13 @@ void cluster_job_failed(struct model *m, struct cluster *c, const char *what,
 /* The open provider of a node (NULL: none by that name is set up). */
 struct provider *cluster_provider(struct model *m,
 				  const struct cluster_node *n);
+
+/* The environment of a command on node n, whose outputs are kept in dir
+ * (model locked). 0, or -ENOMEM. */
+int cluster_env_make(struct model *m, const struct cluster *c,
+		     const struct cluster_node *n, const char *dir,
+		     struct cluster_env *e);
+void cluster_env_free(struct cluster_env *e);
 
 /* A file's content being rendered. */
 void cluster_printf(struct cluster_text *t, const char *fmt, ...)

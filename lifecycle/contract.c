@@ -26,6 +26,7 @@ enum contract_type {
 	TYPE_BOOL,
 	TYPE_THREADLEVEL,
 	TYPE_POLICY,
+	TYPE_ENVIRONMENT,
 };
 
 /* Largest node_count / node_process_count accepted. */
@@ -49,6 +50,7 @@ static const struct {
 	{"mpiflags", TYPE_LINE},
 	{"resolve_policy", TYPE_POLICY},
 	{"keyfile", TYPE_LINE},
+	{"environment", TYPE_ENVIRONMENT},
 };
 #define CONTRACT_CONFIG_COUNT                                                  \
 	(sizeof(contract_config) / sizeof(contract_config[0]))
@@ -322,6 +324,105 @@ bad:
 	return -EINVAL;
 }
 
+/* A value of n bytes is longer than values may be: why, in err. */
+static bool contract_too_long(size_t n, char *err, size_t errlen)
+{
+	if (n <= CONTRACT_VALUE_MAX)
+		return false;
+	snprintf(err, errlen,
+		 "the value is %zu bytes long; values are at most %d bytes", n,
+		 CONTRACT_VALUE_MAX);
+	return true;
+}
+
+bool contract_env_name_valid(const char *s, size_t n)
+{
+	if (n == 0 || isdigit((unsigned char)s[0]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_')
+			return false;
+	return true;
+}
+
+/* config/environment: NAME=VALUE lines for node commands. Each line loses
+ * its leading blanks and a trailing CR; blank lines and lines starting with
+ * '#' are dropped. A line that is not NAME=VALUE, a NUL byte or a control
+ * character refuses the whole value, naming the line. */
+static int contract_environment(const char *text, size_t len, char *out,
+				size_t outlen, char *err, size_t errlen)
+{
+	size_t o = 0, line = 0;
+
+	if (contract_too_long(len, err, errlen))
+		return -EFBIG;
+	for (const char *s = text, *end = text + len; s < end;) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
+		const char *eq;
+		char q[64];
+
+		line++;
+		if (memchr(s, '\0', n)) {
+			snprintf(err, errlen, "line %zu contains a NUL byte",
+				 line);
+			return -EINVAL;
+		}
+		while (n && (*s == ' ' || *s == '\t'))
+			s++, n--;
+		if (n && s[n - 1] == '\r')
+			n--;
+		contract_quote(s, n, q, sizeof(q));
+		eq = memchr(s, '=', n);
+		if (n == 0 || s[0] == '#') {
+			/* blank or a comment: dropped */
+		} else if (!eq) {
+			snprintf(err, errlen,
+				 "line %zu, %s, is not NAME=VALUE; write one "
+				 "variable per line, as in OMP_NUM_THREADS=4",
+				 line, q);
+			return -EINVAL;
+		} else if (!contract_env_name_valid(s, (size_t)(eq - s))) {
+			snprintf(err, errlen,
+				 "line %zu, %s, does not start with a variable "
+				 "name: use letters, digits and '_', not "
+				 "starting with a digit, then '='",
+				 line, q);
+			return -EINVAL;
+		} else if (strncmp(s, "CCLFS_", 6) == 0) {
+			snprintf(err, errlen,
+				 "line %zu, %s, sets a CCLFS_ variable; cclfs "
+				 "sets those itself, use another name",
+				 line, q);
+			return -EINVAL;
+		} else {
+			for (size_t i = 0; i < n; i++)
+				if (iscntrl((unsigned char)s[i]) &&
+				    s[i] != '\t') {
+					snprintf(err, errlen,
+						 "line %zu, %s, contains a "
+						 "control character",
+						 line, q);
+					return -EINVAL;
+				}
+			if (o + n + 2 > outlen) {
+				snprintf(err, errlen,
+					 "the value is longer than %zu bytes",
+					 outlen - 1);
+				return -EFBIG;
+			}
+			if (o)
+				out[o++] = '\n';
+			memcpy(out + o, s, n);
+			o += n;
+		}
+		s = nl ? nl + 1 : end;
+	}
+	if (outlen)
+		out[o < outlen ? o : outlen - 1] = '\0';
+	return 0;
+}
+
 int contract_normalise(const struct contract_field *f, const char *text,
 		       size_t len, char *out, size_t outlen, char *err,
 		       size_t errlen)
@@ -337,6 +438,9 @@ int contract_normalise(const struct contract_field *f, const char *text,
 	size_t n = len;
 	char q[64];
 
+	if (f->type == TYPE_ENVIRONMENT)
+		return contract_environment(text, len, out, outlen, err,
+					    errlen);
 	if (memchr(text, '\0', len)) {
 		snprintf(err, errlen, "the value contains a NUL byte");
 		return -EINVAL;
@@ -345,13 +449,8 @@ int contract_normalise(const struct contract_field *f, const char *text,
 		s++, n--;
 	while (n && contract_is_blank(s[n - 1]))
 		n--;
-	if (n > CONTRACT_VALUE_MAX) {
-		snprintf(err, errlen,
-			 "the value is %zu bytes long; values are at most %d "
-			 "bytes",
-			 n, CONTRACT_VALUE_MAX);
+	if (contract_too_long(n, err, errlen))
 		return -EFBIG;
-	}
 	contract_quote(s, n, q, sizeof(q));
 	if (f->type != TYPE_ASSUMPTION && memchr(s, '\n', n)) {
 		snprintf(err, errlen,
@@ -444,6 +543,7 @@ int contract_normalise(const struct contract_field *f, const char *text,
 			}
 		}
 		break;
+	case TYPE_ENVIRONMENT: /* contract_environment, above */
 	case TYPE_NONE:
 		snprintf(err, errlen, "this file takes no value");
 		return -EACCES;

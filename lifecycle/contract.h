@@ -74,10 +74,15 @@ bool contract_name_valid(const char *name);
 int contract_cluster_name(const char *text, size_t len, char *out,
 			  size_t outlen, char *err, size_t errlen);
 
+/* Whether the n bytes at s are an environment variable's name:
+ * [A-Za-z_][A-Za-z0-9_]*. */
+bool contract_env_name_valid(const char *s, size_t n);
+
 /*
  * Validate `len` bytes written to value field f and write its normal form
  * into out (surrounding whitespace and one trailing newline dropped;
- * empty = the default). Returns 0, or -errno (EINVAL, EFBIG) with one plain
+ * empty = the default; config/environment keeps one NAME=VALUE per line).
+ * Returns 0, or -errno (EINVAL, EFBIG) with one plain
  * sentence about the value in err (the caller prefixes the file).
  */
 int contract_normalise(const struct contract_field *f, const char *text,

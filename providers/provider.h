@@ -107,9 +107,14 @@ struct provider_run {
 	const char *command;	 /* run with /bin/sh -c in the workdir */
 	const char *stdout_path; /* created or truncated, mode 0600 */
 	const char *stderr_path;
-	/* Extra NAME=VALUE, NULL-terminated. CCLFS_HOSTFILE names the
-	 * daemon's copy; a provider with a prepare op gives the path of the
-	 * copy on the node instead. */
+	/* The command's environment beyond what the provider gives every
+	 * command: NAME=VALUE, NULL-terminated, the last of a name winning.
+	 * A local command gets nothing else of the daemon's environment but
+	 * PATH, HOME, USER, LOGNAME, LANG, LC_*, TZ and Open MPI's
+	 * OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM); an SSH node's command gets its
+	 * login's environment and nothing of the daemon's. CCLFS_HOSTFILE
+	 * names the daemon's copy; a provider with a prepare op gives the
+	 * path of the copy on the node instead. */
 	const char *const *env;
 	/* Polled while the command runs; non-zero: kill it and return
 	 * -EINTR. May be NULL. */

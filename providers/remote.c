@@ -531,20 +531,45 @@ int remote_cleanup(struct remote *r, const struct provider_node *node,
 	return rc;
 }
 
+/* Whether the NAME of a NAME=VALUE entry is a shell variable's. */
+static bool remote_env_name_ok(const char *e, size_t n)
+{
+	if (n == 0 || (e[0] >= '0' && e[0] <= '9'))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!(e[i] == '_' || (e[i] >= 'a' && e[i] <= 'z') ||
+		      (e[i] >= 'A' && e[i] <= 'Z') ||
+		      (e[i] >= '0' && e[i] <= '9')))
+			return false;
+	return true;
+}
+
 /* The remote command: in the working directory, with the markers and the
- * environment exported, in a session of its own. */
+ * environment exported, in a session of its own. Nothing of the daemon's
+ * environment goes: the command has its login's (PATH, HOME, USER...),
+ * then what run->env gives. */
 static int remote_command(const struct provider_node *pn,
 			  const struct provider_run *run, unsigned seq,
 			  char **out)
 {
 	char marker[160], exec_marker[160], q[PROVIDER_PATH_MAX + 8];
-	size_t cap = strlen(run->command) * 4 + 8192, o = 0;
-	char *s = malloc(cap), *cq = malloc(strlen(run->command) * 4 + 8);
+	size_t cap = strlen(run->command) * 4 + 8192, o = 0, vmax = 0;
+	char *s, *cq, *v;
 
-	if (!s || !cq || ssh_quote(pn->workdir, q, sizeof(q)) ||
+	for (size_t i = 0; run->env && run->env[i]; i++) {
+		size_t n = strlen(run->env[i]);
+
+		cap += n * 4 + 8;
+		vmax = n > vmax ? n : vmax;
+	}
+	s = malloc(cap);
+	cq = malloc(strlen(run->command) * 4 + 8);
+	v = malloc(vmax * 4 + 8);
+	if (!s || !cq || !v || ssh_quote(pn->workdir, q, sizeof(q)) ||
 	    ssh_quote(run->command, cq, strlen(run->command) * 4 + 8)) {
 		free(s);
 		free(cq);
+		free(v);
 		return -ENOMEM;
 	}
 	remote_marker(pn, 0, marker, sizeof(marker));
@@ -559,10 +584,14 @@ static int remote_command(const struct provider_node *pn,
 			      q, marker, exec_marker);
 	for (size_t i = 0; run->env && run->env[i] && o < cap; i++) {
 		const char *eq = strchr(run->env[i], '=');
-		char v[PROVIDER_PATH_MAX + 8];
 
-		if (!eq || ssh_quote(eq + 1, v, sizeof(v)) ||
-		    strncmp(run->env[i], "CCLFS_HOSTFILE=", 15) == 0)
+		if (!eq ||
+		    !remote_env_name_ok(run->env[i],
+					(size_t)(eq - run->env[i])) ||
+		    ssh_quote(eq + 1, v, vmax * 4 + 8) ||
+		    strncmp(run->env[i], "CCLFS_HOSTFILE=", 15) == 0 ||
+		    strncmp(run->env[i], "CCLFS_INSTANCE=", 15) == 0 ||
+		    strncmp(run->env[i], "CCLFS_EXEC=", 11) == 0)
 			continue;
 		o += (size_t)snprintf(s + o, cap - o, " %.*s=%s",
 				      (int)(eq - run->env[i]), run->env[i], v);
@@ -570,6 +599,7 @@ static int remote_command(const struct provider_node *pn,
 	if (o < cap)
 		snprintf(s + o, cap - o, "; setsid sh -c %s; exit $?", cq);
 	free(cq);
+	free(v);
 	*out = s;
 	return 0;
 }

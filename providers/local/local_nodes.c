@@ -11,6 +11,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -28,6 +29,8 @@
 
 #define LOCAL_ENV_NAME	"CCLFS_INSTANCE"
 #define LOCAL_ENTRY_MAX (sizeof(LOCAL_ENV_NAME "=") + PROVIDER_ID_MAX)
+/* The PATH of a command when the daemon has none. */
+#define LOCAL_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 /* Room for "the manager of cluster HANDLE". */
 #define LOCAL_NAME_MAX 128
 /* Rounds of scan-and-signal before giving up with EBUSY, and the waits
@@ -813,8 +816,84 @@ static bool local_env_same(const char *a, const char *b)
 	return n == local_env_name_len(b) && memcmp(a, b, n) == 0;
 }
 
-/* The command's environment: the daemon's, then CCLFS_INSTANCE, then the
- * extra entries (the last of a name wins). The strings are not copied. */
+/* Whether the daemon's entry e is one a local command gets: the login's
+ * basics, the locale, the time zone, and Open MPI's consent to run as
+ * root (which mpirun wants, as the daemon's user, for mpiexec). */
+static bool local_env_kept(const char *e)
+{
+	static const char *const names[] = {"PATH",
+					    "HOME",
+					    "USER",
+					    "LOGNAME",
+					    "LANG",
+					    "TZ",
+					    "OMPI_ALLOW_RUN_AS_ROOT",
+					    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"};
+	size_t n = local_env_name_len(e);
+
+	if (!e[n])
+		return false;
+	if (n > 3 && strncmp(e, "LC_", 3) == 0)
+		return true;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strlen(names[i]) == n && memcmp(e, names[i], n) == 0)
+			return true;
+	return false;
+}
+
+/* Whether one of the first n entries of envp sets the name of e. */
+static bool local_env_has(char *const *envp, size_t n, const char *e)
+{
+	for (size_t i = 0; i < n; i++)
+		if (local_env_same(envp[i], e))
+			return true;
+	return false;
+}
+
+/* What the login would give that the daemon's environment lacks: PATH,
+ * and HOME, USER and LOGNAME from the user's entry in the password
+ * database; written into blob (NAME=VALUE\0...), each pointed to from
+ * envp[*n...]. */
+static void local_env_fill(char **envp, size_t *n, char *blob, size_t bloblen)
+{
+	struct passwd pw, *found = NULL;
+	char buf[4096];
+	size_t o = 0;
+	const char *want[] = {"PATH=", "HOME=", "USER=", "LOGNAME="};
+	size_t have = *n;
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const char *v = NULL;
+		int len;
+
+		if (local_env_has(envp, have, want[i]))
+			continue;
+		if (i == 0) {
+			v = LOCAL_DEFAULT_PATH;
+		} else {
+			if (!found && getpwuid_r(geteuid(), &pw, buf,
+						 sizeof(buf), &found) != 0)
+				found = NULL;
+			if (found)
+				v = i == 1 ? found->pw_dir : found->pw_name;
+		}
+		if (!v)
+			continue;
+		len = snprintf(blob + o, bloblen - o, "%s%s", want[i], v);
+		if (len < 0 || (size_t)len >= bloblen - o)
+			break;
+		envp[(*n)++] = blob + o;
+		o += (size_t)len + 1;
+	}
+}
+
+/* Room for local_env_fill's entries. */
+#define LOCAL_FILL_MAX 8192
+
+/* The command's environment, and nothing else: what local_env_kept keeps of
+ * the daemon's (with what the login would give filled in), CCLFS_INSTANCE,
+ * then the extra entries (the last of a name wins). One allocation; the
+ * daemon's and the extra strings are not copied. */
 static int local_env_build(const char *entry, const char *const *extra,
 			   const char *name, char ***out, char *err,
 			   size_t errlen)
@@ -834,15 +913,15 @@ static int local_env_build(const char *entry, const char *const *extra,
 		}
 		if (local_env_same(extra[i], entry)) {
 			local_error(err, errlen,
-				    "the command on %s may not set %s: cclfs "
+				    "the command on %s may not set %.*s: cclfs "
 				    "sets it",
-				    name, LOCAL_ENV_NAME);
+				    name, (int)len, extra[i]);
 			return -EINVAL;
 		}
 	}
 	for (char **e = environ; e && *e; e++)
 		nenv++;
-	envp = calloc(nenv + nextra + 2, sizeof(*envp));
+	envp = calloc(1, (nenv + nextra + 8) * sizeof(*envp) + LOCAL_FILL_MAX);
 	if (!envp) {
 		local_error(err, errlen,
 			    "out of memory for the command's environment on %s",
@@ -850,12 +929,30 @@ static int local_env_build(const char *entry, const char *const *extra,
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < nenv; i++) {
-		bool replaced = local_env_same(environ[i], entry);
+		bool later = !local_env_kept(environ[i]);
 
-		for (size_t j = 0; !replaced && j < nextra; j++)
-			replaced = local_env_same(environ[i], extra[j]);
-		if (!replaced)
+		/* The daemon's own duplicates: the first one, as getenv. */
+		later = later || local_env_has(envp, n, environ[i]);
+		for (size_t j = 0; !later && j < nextra; j++)
+			later = local_env_same(environ[i], extra[j]);
+		if (!later)
 			envp[n++] = environ[i];
+	}
+	{
+		size_t have = n;
+
+		local_env_fill(envp, &n, (char *)(envp + nenv + nextra + 8),
+			       LOCAL_FILL_MAX);
+		/* An extra entry of a name the fill gave wins over it. */
+		for (size_t i = have; i < n; i++)
+			for (size_t j = 0; j < nextra; j++)
+				if (local_env_same(envp[i], extra[j])) {
+					memmove(envp + i, envp + i + 1,
+						(n - i - 1) * sizeof(*envp));
+					n--;
+					i--;
+					break;
+				}
 	}
 	envp[n++] = (char *)entry;
 	for (size_t i = 0; i < nextra; i++) {

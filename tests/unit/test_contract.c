@@ -90,7 +90,8 @@ int main(void)
 					    "config/subnet_id",
 					    "config/placement_group",
 					    "config/security_group_id",
-					    "config/resolve_policy"};
+					    "config/resolve_policy",
+					    "config/environment"};
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		CHECK(contract_field_by_path(files[i]) >= 0);
 		if (contract_field_by_path(files[i]) < 0)
@@ -98,7 +99,7 @@ int main(void)
 	}
 	CHECK(contract_field_by_path("manager/resolve") < 0);
 	CHECK(contract_field_by_path("nonsense") < 0);
-	CHECK(contract_field_count() == 26 + 18 + 18 + 14);
+	CHECK(contract_field_count() == 26 + 18 + 18 + 15);
 	CHECK(contract_dir_find("manager") == CONTRACT_DIR_MANAGER);
 	CHECK(contract_dir_find("clusters") == CONTRACT_DIR_CLUSTERS);
 	CHECK(contract_dir_find("bogus") < 0);
@@ -161,6 +162,37 @@ int main(void)
 	check_bad("config/mpiflags", "a\x01z", -EINVAL, "control");
 	check_ok("config/imageid", "ami-0abc123", "ami-0abc123");
 	check_bad("config/imageid", "ami 1", -EINVAL, "identifier");
+
+	/* config/environment: NAME=VALUE lines, each refusal naming its
+	 * line. */
+	check_ok("config/environment", "A=1\nB=two words\n",
+		 "A=1\nB=two words");
+	check_ok("config/environment",
+		 "  # threads\n\n\tOMP_NUM_THREADS=4\r\n_X=a=b\nE=\n",
+		 "OMP_NUM_THREADS=4\n_X=a=b\nE=");
+	check_ok("config/environment", "\n", "");
+	check_bad("config/environment", "A=1\nnovalue\n", -EINVAL,
+		  "line 2, \"novalue\", is not NAME=VALUE");
+	check_bad("config/environment", "1A=x", -EINVAL,
+		  "line 1, \"1A=x\", does not start with a variable name");
+	check_bad("config/environment", "A-B=x", -EINVAL, "line 1");
+	check_bad("config/environment", "=x", -EINVAL, "variable name");
+	check_bad("config/environment", "A=1\nCCLFS_NODE=3", -EINVAL,
+		  "line 2, \"CCLFS_NODE=3\", sets a CCLFS_ variable");
+	check_bad("config/environment", "A=\x01", -EINVAL, "control");
+	{
+		char out[64], err[256] = "";
+		int f = contract_field_by_path("config/environment");
+
+		CHECK(contract_normalise(contract_field_at((size_t)f),
+					 "A=1\nB\0=2", 7, out, sizeof(out), err,
+					 sizeof(err)) == -EINVAL);
+		CHECK(strcmp(err, "line 2 contains a NUL byte") == 0);
+	}
+	CHECK(contract_env_name_valid("PATH", 4));
+	CHECK(contract_env_name_valid("_a1", 3));
+	CHECK(!contract_env_name_valid("1a", 2));
+	CHECK(!contract_env_name_valid("", 0));
 
 	/* Size limit and NUL bytes. */
 	memset(big, 'x', sizeof(big) - 1);

@@ -324,7 +324,8 @@ static void test_run(struct provider *p, struct provider_node *nodes)
 	out_of("r1", "err", buf, sizeof(buf));
 	CHECK(strcmp(buf, "err\n") == 0);
 
-	/* The environment: the daemon's, CCLFS_INSTANCE, the extras. */
+	/* The environment: nothing of the daemon's but the login's basics,
+	 * the locale and the time zone; CCLFS_INSTANCE; the extras. */
 	rc = run_cmd(p, &nodes[1], "r2",
 		     "printf '%s\\n' \"$CCLFS_INSTANCE\" \"$CCLFS_TEST_EXTRA\" "
 		     "\"$CCLFS_TEST_OVERRIDE\" \"$CCLFS_TEST_DAEMON\" "
@@ -332,11 +333,37 @@ static void test_run(struct provider *p, struct provider_node *nodes)
 		     env, &status, err, sizeof(err));
 	CHECK(rc == 0 && status == 0);
 	out_of("r2", "out", buf, sizeof(buf));
-	snprintf(want, sizeof(want), "%s\nhello world\nnew\nyes\n2\n1\n",
+	snprintf(want, sizeof(want), "%s\nhello world\nnew\n\n2\n1\n",
 		 nodes[1].instance_id);
 	CHECK(strcmp(buf, want) == 0);
 	if (strcmp(buf, want) != 0)
 		fprintf(stderr, "  env: got \"%s\"\n", buf);
+	/* Every name the command sees, sorted: the daemon's kept ones
+	 * (main sets them), the shell's own, and what cclfs gives. */
+	rc = run_cmd(p, &nodes[1], "r2b",
+		     "env | sed 's/=.*//' | grep -v -x -e PWD -e SHLVL -e _ | "
+		     "sort | tr '\\n' ' '",
+		     env, &status, err, sizeof(err));
+	CHECK(rc == 0 && status == 0);
+	out_of("r2b", "out", buf, sizeof(buf));
+	CHECK(strcmp(buf, "CCLFS_INSTANCE CCLFS_TEST_EXTRA CCLFS_TEST_OVERRIDE "
+			  "CCLFS_TEST_TWICE HOME LANG LC_TIME LOGNAME "
+			  "OMPI_ALLOW_RUN_AS_ROOT PATH TZ USER ") == 0);
+	if (strstr(buf, "AWS") || strstr(buf, "SSH_AUTH_SOCK") ||
+	    strcmp(buf, "CCLFS_INSTANCE CCLFS_TEST_EXTRA CCLFS_TEST_OVERRIDE "
+			"CCLFS_TEST_TWICE HOME LANG LC_TIME LOGNAME "
+			"OMPI_ALLOW_RUN_AS_ROOT PATH TZ USER ") != 0)
+		fprintf(stderr, "  env names: got \"%s\"\n", buf);
+	/* An extra entry wins over the daemon's. */
+	{
+		const char *const home[] = {"HOME=/elsewhere", "TZ=UTC", NULL};
+
+		rc = run_cmd(p, &nodes[1], "r2c", "echo \"$HOME $TZ $LANG\"",
+			     home, &status, err, sizeof(err));
+		CHECK(rc == 0 && status == 0);
+		out_of("r2c", "out", buf, sizeof(buf));
+		CHECK(strcmp(buf, "/elsewhere UTC C.UTF-8\n") == 0);
+	}
 	CHECK(run_cmd(p, &nodes[1], "r3", "true", bad_env, &status, err,
 		      sizeof(err)) == -EINVAL);
 	CHECK(strstr(err, "CCLFS_INSTANCE") != NULL);
@@ -713,11 +740,28 @@ int main(void)
 		return 1;
 	}
 	snprintf(nodedir, sizeof(nodedir), "%s/nodes", base);
-	/* The daemon's environment, ignored signals and signal mask: the
-	 * first is passed on, the others are not. */
+	/* The daemon's environment, ignored signals and signal mask: only
+	 * the login's basics, the locale, the time zone and Open MPI's
+	 * consent to run as root are passed on; credentials never. */
 	setenv("CCLFS_TEST_DAEMON", "yes", 1);
 	setenv("CCLFS_TEST_OVERRIDE", "old", 1);
 	setenv("CCLFS_INSTANCE", "inherited-from-the-daemon", 1);
+	setenv("CCLFS_EXEC", "inherited-from-the-daemon", 1);
+	setenv("AWS_ACCESS_KEY_ID", "AKIAMARKER", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "marker-secret", 1);
+	setenv("SSH_AUTH_SOCK", "/tmp/marker-agent", 1);
+	setenv("GOOGLE_APPLICATION_CREDENTIALS", "/tmp/marker.json", 1);
+	setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+	setenv("OMPI_MCA_marker", "1", 1);
+	setenv("LANG", "C.UTF-8", 1);
+	setenv("LC_TIME", "C", 1);
+	setenv("TZ", "Europe/Paris", 1);
+	setenv("PATH", "/usr/bin:/bin", 1);
+	setenv("HOME", "/root", 1);
+	setenv("USER", "tester", 1);
+	unsetenv("LOGNAME"); /* filled from the password database */
+	unsetenv("LC_ALL");
+	unsetenv("LANGUAGE");
 	signal(SIGUSR1, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&usr2);
