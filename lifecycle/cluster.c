@@ -229,6 +229,7 @@ int cluster_set_state_note(struct model *m, struct cluster *c,
 	enum cluster_state old = c->state;
 	int64_t old_ns = c->state_ns;
 	char subject[96], line[64];
+	int rc;
 
 	snprintf(subject, sizeof(subject), "clusters/%s", c->handle);
 	snprintf(line, sizeof(line), "state: %s", cluster_state_names[s]);
@@ -237,16 +238,24 @@ int cluster_set_state_note(struct model *m, struct cluster *c,
 	c->done = 0;
 	/* The state and its log lines in one transaction: a crash never
 	 * leaves one without the other. */
-	if (store_begin(m->store, err, errlen) ||
-	    cluster_store(m, c, err, errlen) ||
-	    store_log(m->store, subject, c->state_ns, line, err, errlen) ||
-	    (note &&
-	     store_log(m->store, subject, c->state_ns, note, err, errlen)) ||
-	    store_commit(m->store, err, errlen)) {
+	rc = store_begin(m->store, err, errlen);
+	if (!rc)
+		rc = cluster_store(m, c, err, errlen);
+	if (!rc)
+		rc = store_log(m->store, subject, c->state_ns, line, err,
+			       errlen);
+	if (!rc && note)
+		rc = store_log(m->store, subject, c->state_ns, note, err,
+			       errlen);
+	if (!rc)
+		rc = store_commit(m->store, err, errlen);
+	if (rc) {
+		/* The store's errno (ENOSPC, EROFS...), EIO for anything
+		 * else: the write that asked for the state gets it. */
 		store_rollback(m->store);
 		c->state = old;
 		c->state_ns = old_ns;
-		return -EIO;
+		return rc < 0 ? rc : -EIO;
 	}
 	if (m->verbose) {
 		fprintf(stderr, "cclfs: %s: %s\n", subject, line);

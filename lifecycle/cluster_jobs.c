@@ -580,6 +580,7 @@ int cluster_request_state(struct model *m, struct cluster *c,
 	char why[MODEL_ERR_MAX], err[MODEL_ERR_MAX];
 	enum cluster_state to;
 	bool job;
+	int rc;
 
 	if (cluster_state_next(c->state, op, &to, &job)) {
 		snprintf(why, sizeof(why),
@@ -591,8 +592,9 @@ int cluster_request_state(struct model *m, struct cluster *c,
 		cluster_clear_error(m, c);
 		return 0;
 	}
-	if (cluster_set_state(m, c, to, err, sizeof(err)))
-		return cluster_fail(m, c, "state", -EIO, err);
+	rc = cluster_set_state(m, c, to, err, sizeof(err));
+	if (rc)
+		return cluster_fail(m, c, "state", rc, err);
 	cluster_clear_error(m, c);
 	/* A terminate preempts whatever the cluster's job is doing: it
 	 * stops at its next wait, and the terminate finds what it made. */

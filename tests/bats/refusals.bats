@@ -14,6 +14,12 @@ setup() {
 
 teardown() {
 	cclfs_kill_node_processes
+	# The small disk of the full-disk test goes before the test's folder.
+	if [ -n "${TMPFS:-}" ] && mountpoint -q "$TMPFS"; then
+		fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null
+		kill -9 "${CCLFS_PIDS[@]}" 2>/dev/null || true
+		umount -l "$TMPFS"
+	fi
 	cclfs_teardown
 }
 
@@ -141,4 +147,36 @@ refused() {
 	wait_state h running
 	run bash -c "exec 3<>'$MNT/clusters/h/nodes/0/exec' && { echo 'echo mine' >&3; cat <&3; }"
 	expect_eq "$output" mine "output after resume"
+}
+
+@test "a full disk: a cluster's state write is ENOSPC with a sentence; after space is freed it works and nothing is lost" {
+	cclfs_unmount
+	TMPFS=$TESTDIR/small
+	mkdir "$TMPFS"
+	mount -t tmpfs -o size=2m,mode=0700 cclfs-test-small "$TMPFS" ||
+		skip "cannot mount a tmpfs here"
+	STATE=$TMPFS/state
+	cclfs_mount
+	local_cluster h
+	echo 'echo before-full' >"$MNT/clusters/h/nodes/0/exec"
+	# fill the disk (root sees the reserved blocks too)
+	dd if=/dev/zero of="$TMPFS/filler" bs=64k 2>/dev/null || true
+	run_shell 'echo interrupted > clusters/h/state'
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"No space left on device"* ]]
+	[[ "$(cat "$MNT/clusters/h/error")" == "clusters/h/state: "*"no space is left on its disk"* ]] || {
+		echo "error: [$(cat "$MNT/clusters/h/error")]" >&2
+		false
+	}
+	expect_eq "$(cat "$MNT/clusters/h/state")" running "state on a full disk"
+	# space again: the same write works, and everything is still there
+	rm -f "$TMPFS/filler"
+	echo interrupted >"$MNT/clusters/h/state"
+	wait_state h interrupted
+	cclfs_unmount
+	cclfs_mount
+	expect_eq "$(cat "$MNT/clusters/h/state")" interrupted "state after a remount"
+	expect_eq "$(cat "$MNT/clusters/h/nodes/0/stdout")" before-full "stdout after a remount"
+	cclfs_unmount
+	umount "$TMPFS"
 }
