@@ -374,14 +374,22 @@ static int store_quick_check(sqlite3 *db, const char *path, char *err,
 	if (rc == SQLITE_OK) {
 		while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
 			const unsigned char *t = sqlite3_column_text(q, 0);
-			char line[256];
+			char raw[256], line[256];
+			const char *head = "*** in database main ***\n";
 
 			rows++;
 			if (rows == 1 && t &&
 			    strcmp((const char *)t, "ok") == 0)
 				continue;
-			text_escape(t ? (const char *)t : "?", line,
-				    sizeof(line));
+			/* One line per problem, without SQLite's heading. */
+			snprintf(raw, sizeof(raw), "%s",
+				 t ? (const char *)t : "?");
+			if (strncmp(raw, head, strlen(head)) == 0)
+				memmove(raw, raw + strlen(head),
+					strlen(raw + strlen(head)) + 1);
+			for (char *c = raw; (c = strchr(c, '\n'));)
+				*c = ' ';
+			text_escape(raw, line, sizeof(line));
 			if (n < sizeof(found))
 				n += (size_t)snprintf(found + n,
 						      sizeof(found) - n, "%s%s",
@@ -396,7 +404,14 @@ static int store_quick_check(sqlite3 *db, const char *path, char *err,
 		return e;
 	}
 	if (rc != SQLITE_DONE) {
-		text_escape(sqlite3_errmsg(db), found, sizeof(found));
+		char why[256];
+
+		/* The check stopped at a page it could not read: what it found
+		 * until then, and that. */
+		text_escape(sqlite3_errmsg(db), why, sizeof(why));
+		if (n < sizeof(found))
+			snprintf(found + n, sizeof(found) - n, "%s%s",
+				 n ? "; " : "", why);
 	} else if (!found[0]) {
 		sqlite3_finalize(q);
 		return 0;
