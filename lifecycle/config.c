@@ -51,9 +51,11 @@ static void config_known(char *out, size_t len)
 
 struct config_parse {
 	struct config *cfg;
-	char *err;
-	size_t errlen;
-	int failed;
+	FILE *f;
+	int line;   /* the lines read so far */
+	int failed; /* the line of the first error of the handler or the
+		       reader, which is in why; 0: none */
+	char why[1024];
 };
 
 /* Strip one pair of TOML quotes: "..." (with \" and \\) or '...', and a
@@ -122,26 +124,25 @@ static int config_handler(void *user, const char *section, const char *key,
 		if (n == 0 || n > CONTRACT_NAME_MAX ||
 		    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrs"
 				 "tuvwxyz0123456789._-") != n) {
-			snprintf(p->err, p->errlen,
-				 "%s: [%s]: a host name is 1 to %d letters, "
+			snprintf(p->why, sizeof(p->why),
+				 "[%s]: a host name is 1 to %d letters, "
 				 "digits, '.', '_' or '-'",
-				 cfg->path, section, CONTRACT_NAME_MAX);
+				 section, CONTRACT_NAME_MAX);
 			goto fail;
 		}
 	} else if (!known) {
 		char list[512];
 
 		config_known(list, sizeof(list));
-		snprintf(p->err, p->errlen,
-			 "%s: unknown section [%s]; cclfs knows %s", cfg->path,
-			 section, list);
+		snprintf(p->why, sizeof(p->why),
+			 "unknown section [%s]; cclfs knows %s", section, list);
 		goto fail;
 	}
 	if (config_unquote(raw, value, sizeof(value))) {
-		snprintf(p->err, p->errlen,
-			 "%s: [%s] %s: the value is badly quoted or longer "
+		snprintf(p->why, sizeof(p->why),
+			 "[%s] %s: the value is badly quoted or longer "
 			 "than %d bytes",
-			 cfg->path, section, key, CONTRACT_VALUE_MAX);
+			 section, key, CONTRACT_VALUE_MAX);
 		goto fail;
 	}
 	if (strcmp(section, "defaults") == 0) {
@@ -149,30 +150,30 @@ static int config_handler(void *user, const char *section, const char *key,
 		int rc;
 
 		if (f < 0) {
-			snprintf(p->err, p->errlen,
-				 "%s: [defaults] has no key \"%s\"; it takes "
+			snprintf(p->why, sizeof(p->why),
+				 "[defaults] has no key \"%s\"; it takes "
 				 "the names of a contract's config/ files",
-				 cfg->path, key);
+				 key);
 			goto fail;
 		}
 		rc = contract_normalise(contract_field_at((size_t)f), value,
 					strlen(value), norm, sizeof(norm), why,
 					sizeof(why));
 		if (rc) {
-			snprintf(p->err, p->errlen, "%s: [defaults] %s: %s",
-				 cfg->path, key, why);
+			snprintf(p->why, sizeof(p->why), "[defaults] %s: %s",
+				 key, why);
 			goto fail;
 		}
 		memcpy(value, norm, strlen(norm) + 1);
 	}
 	if (config_get(cfg, section, key)) {
-		snprintf(p->err, p->errlen, "%s: [%s] sets %s twice", cfg->path,
-			 section, key);
+		snprintf(p->why, sizeof(p->why), "[%s] sets %s twice", section,
+			 key);
 		goto fail;
 	}
 	e = realloc(cfg->entries, (cfg->count + 1) * sizeof(*e));
 	if (!e) {
-		snprintf(p->err, p->errlen, "%s: out of memory", cfg->path);
+		snprintf(p->why, sizeof(p->why), "out of memory");
 		goto fail;
 	}
 	cfg->entries = e;
@@ -184,14 +185,52 @@ static int config_handler(void *user, const char *section, const char *key,
 		free(e->section);
 		free(e->key);
 		free(e->value);
-		snprintf(p->err, p->errlen, "%s: out of memory", cfg->path);
+		snprintf(p->why, sizeof(p->why), "out of memory");
 		goto fail;
 	}
 	cfg->count++;
 	return 1;
 fail:
-	p->failed = 1;
+	p->failed = p->line;
 	return 0;
+}
+
+/* inih's reader: the next line of the file, whole, without its newline.
+ * inih would read a line longer than its buffer as several (the rest of a
+ * comment or of a value then parsed as lines of their own), and a NUL byte
+ * would hide the rest of its line: either is an error of that line.
+ * Nothing is read after the first error. */
+static char *config_reader(char *str, int num, void *stream)
+{
+	struct config_parse *p = stream;
+	size_t n = 0;
+	bool nul = false, full = false;
+	int c;
+
+	if (p->failed)
+		return NULL;
+	while ((c = getc(p->f)) != EOF && c != '\n') {
+		nul = nul || c == '\0';
+		if (n + 1 < (size_t)num)
+			str[n++] = (char)c;
+		else
+			full = true;
+	}
+	if (c == EOF && n == 0)
+		return NULL;
+	str[n] = '\0';
+	p->line++;
+	if (full || nul) {
+		if (full)
+			snprintf(p->why, sizeof(p->why),
+				 "the line is longer than %d bytes", num - 1);
+		else
+			snprintf(p->why, sizeof(p->why),
+				 "the line holds a NUL byte");
+		p->failed = p->line;
+		return NULL;
+	}
+	return str;
 }
 
 /* The file to read, or "" when none is named and none exists. */
@@ -229,7 +268,7 @@ static int config_find(struct config *cfg, const char *explicit_path,
 int config_load(struct config *cfg, const char *explicit_path, char *err,
 		size_t errlen)
 {
-	struct config_parse p = {cfg, err, errlen, 0};
+	struct config_parse p = {.cfg = cfg};
 	int required, line;
 	FILE *f;
 
@@ -246,29 +285,25 @@ int config_load(struct config *cfg, const char *explicit_path, char *err,
 			 cfg->path, strerror(errno));
 		return -1;
 	}
-	line = ini_parse_file(f, config_handler, &p);
-	if (line == 0 && ferror(f)) {
+	p.f = f;
+	line = ini_parse_stream(config_reader, &p, config_handler, &p);
+	if (ferror(f)) {
 		snprintf(err, errlen, "cannot read configuration file %s: %s",
 			 cfg->path, strerror(errno));
 		line = -1;
+	} else if (line > 0 && (!p.failed || line < p.failed)) {
+		/* inih's own error came first. */
+		snprintf(err, errlen,
+			 "%s:%d: not a [section] or key = \"value\" line",
+			 cfg->path, line);
+	} else if (p.failed) {
+		snprintf(err, errlen, "%s:%d: %s", cfg->path, p.failed, p.why);
+		line = p.failed;
+	} else if (line < 0) {
+		snprintf(err, errlen, "%s: out of memory", cfg->path);
 	}
 	fclose(f);
 	if (line != 0) {
-		if (p.failed) {
-			/* Add the line number to the handler's message. */
-			char msg[1024];
-			size_t n = strlen(cfg->path);
-
-			snprintf(msg, sizeof(msg), "%s", err);
-			if (strncmp(msg, cfg->path, n) == 0)
-				snprintf(err, errlen, "%s:%d%s", cfg->path,
-					 line, msg + n);
-		} else if (line > 0) {
-			snprintf(err, errlen,
-				 "%s:%d: not a [section] or key = \"value\" "
-				 "line",
-				 cfg->path, line);
-		}
 		config_free(cfg);
 		return -1;
 	}

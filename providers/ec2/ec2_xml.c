@@ -4,8 +4,10 @@
  * by local name, whatever their namespace. */
 #include "providers/ec2/ec2_xml.h"
 
+#include <errno.h>
 #include <libxml/parser.h>
 #include <libxml/tree.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,10 +46,21 @@ static void ec2_xml_text(const xmlNode *n, const char *name, char *out,
 	xmlFree(t);
 }
 
+/* libxml2 reports some errors (bytes the declared encoding cannot convert)
+ * through its generic handler whatever XML_PARSE_NOERROR says: silenced,
+ * so that no response writes to cclfs's stderr. */
+static void ec2_xml_quiet(void *ctx, const char *msg, ...)
+{
+	(void)ctx;
+	(void)msg;
+}
+
 static xmlDoc *ec2_xml_read(const char *body, size_t len)
 {
 	if (!body || len == 0 || len > (size_t)0x7fffffff)
 		return NULL;
+	/* The handler is the calling thread's. */
+	xmlSetGenericErrorFunc(NULL, ec2_xml_quiet);
 	return xmlReadMemory(body, (int)len, "response.xml", NULL,
 			     XML_PARSE_NONET | XML_PARSE_NOBLANKS |
 				     XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
@@ -107,6 +120,20 @@ static void ec2_xml_tags(const xmlNode *item, struct ec2_instance *in)
 	}
 }
 
+/* amiLaunchIndex: a rank, 0 to INT_MAX, else -1 (atoi would take "-3",
+ * "3x", and a number out of range is undefined behaviour for it). */
+static int ec2_xml_index(const char *s)
+{
+	char *end;
+	long v;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	return *end || errno || v > INT_MAX ? -1 : (int)v;
+}
+
 static int ec2_xml_push(struct ec2_instances *out, const xmlNode *item)
 {
 	struct ec2_instance *in;
@@ -136,7 +163,7 @@ static int ec2_xml_push(struct ec2_instances *out, const xmlNode *item)
 	ec2_xml_text(item, "clientToken", in->client_token,
 		     sizeof(in->client_token));
 	ec2_xml_text(item, "amiLaunchIndex", idx, sizeof(idx));
-	in->launch_index = *idx ? atoi(idx) : -1;
+	in->launch_index = ec2_xml_index(idx);
 	ec2_xml_tags(item, in);
 	return 0;
 }

@@ -26,6 +26,16 @@ static int hostsconf_int(const char *v, long min, long max, long *out)
 	return 0;
 }
 
+/* A text value into a field of `len` bytes: -1 when it does not fit (a
+ * user name or a file cut short would name another). */
+static int hostsconf_text(const char *v, char *out, size_t len)
+{
+	if (strlen(v) >= len)
+		return -1;
+	snprintf(out, len, "%s", v);
+	return 0;
+}
+
 static int hostsconf_quantity(enum assumption_kind kind, const char *v,
 			      double *out)
 {
@@ -45,11 +55,12 @@ static int hostsconf_settings(const struct config *cfg, const char *key,
 	long n;
 
 	if (strcmp(key, "user") == 0)
-		snprintf(s->user, sizeof(s->user), "%s", v);
+		return hostsconf_text(v, s->user, sizeof(s->user));
 	else if (strcmp(key, "keyfile") == 0)
-		snprintf(s->keyfile, sizeof(s->keyfile), "%s", v);
+		return hostsconf_text(v, s->keyfile, sizeof(s->keyfile));
 	else if (strcmp(key, "known_hosts") == 0)
-		snprintf(s->known_hosts, sizeof(s->known_hosts), "%s", v);
+		return hostsconf_text(v, s->known_hosts,
+				      sizeof(s->known_hosts));
 	else if (strcmp(key, "accept_new_host_keys") == 0) {
 		if (strcmp(v, "yes") == 0 || strcmp(v, "true") == 0)
 			s->record_new = 1;
@@ -90,9 +101,9 @@ static int hostsconf_host(const char *key, const char *v, struct hosts_host *h)
 			return -1;
 		h->port = (int)n;
 	} else if (strcmp(key, "user") == 0) {
-		snprintf(h->user, sizeof(h->user), "%s", v);
+		return hostsconf_text(v, h->user, sizeof(h->user));
 	} else if (strcmp(key, "keyfile") == 0) {
-		snprintf(h->keyfile, sizeof(h->keyfile), "%s", v);
+		return hostsconf_text(v, h->keyfile, sizeof(h->keyfile));
 	} else if (strcmp(key, "type") == 0) {
 		size_t len = strlen(v);
 
@@ -110,9 +121,8 @@ static int hostsconf_host(const char *key, const char *v, struct hosts_host *h)
 		return hostsconf_quantity(ASSUMPTION_COUNT, v,
 					  &h->accelerators);
 	} else if (strcmp(key, "accelerator") == 0) {
-		if (strlen(v) >= sizeof(h->accelerator))
-			return -1;
-		snprintf(h->accelerator, sizeof(h->accelerator), "%s", v);
+		return hostsconf_text(v, h->accelerator,
+				      sizeof(h->accelerator));
 	} else {
 		return -2;
 	}
