@@ -2,6 +2,7 @@
  * feeds arbitrary bytes to assumption_parse and assumption_normalise for each
  * kind and traps as soon as one invariant of their contract breaks. */
 #include "resolver/assumption.h"
+#include "tests/fuzz/fuzz_check.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -9,21 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Name the broken invariant on stderr (libFuzzer keeps it in its log), then
- * die so that libFuzzer saves the input as a crash. */
-#define CHECK(cond)                                                            \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: invariant broken: %s\n",       \
-				__FILE__, __LINE__, #cond);                    \
-			__builtin_trap();                                      \
-		}                                                              \
-	} while (0)
-
 /* A "normal" error buffer: holds every message whole. */
 #define ERR_BIG 512
-/* The tiny error buffers every call must also cope with. */
-static const size_t tiny_errlen[] = {0, 1, 7};
 
 static bool same(const struct assumption *a, const struct assumption *b)
 {
@@ -52,18 +40,6 @@ static void check_error(const char *err, size_t errlen)
 		CHECK((unsigned char)*p >= 0x20 && *p != 0x7F);
 }
 
-/* Heap buffer of exactly n bytes (ASan catches a write past it), filled
- * with a sentinel; one byte for n == 0, which must stay untouched. */
-static char *sentinel_buf(size_t n)
-{
-	char *b = malloc(n ? n : 1);
-
-	if (!b)
-		abort();
-	memset(b, 'Z', n ? n : 1);
-	return b;
-}
-
 /* Parse with every tiny error buffer (and none at all): same outcome as
  * with the big one, a truncated prefix of its message, nothing written
  * past the buffer. */
@@ -71,16 +47,15 @@ static void check_tiny_parse(enum assumption_kind kind, const char *text,
 			     size_t n, int r, const struct assumption *a,
 			     const char *err)
 {
-	for (size_t i = 0; i < sizeof(tiny_errlen) / sizeof(tiny_errlen[0]);
-	     i++) {
-		size_t len = tiny_errlen[i];
+	for (size_t i = 0; i < FUZZ_TINY_COUNT; i++) {
+		size_t len = fuzz_tiny_len[i];
 		char *e = sentinel_buf(len);
 		struct assumption b;
 
 		memset(&b, 0x5A, sizeof(b));
 		CHECK(assumption_parse(kind, text, n, &b, e, len) == r);
 		if (len == 0) {
-			CHECK(e[0] == 'Z');
+			CHECK(e[0] == FUZZ_SENTINEL);
 		} else if (r == 0) {
 			CHECK(e[0] == '\0');
 		} else {
@@ -162,21 +137,19 @@ static void check_too_small(enum assumption_kind kind, const char *text,
 	char *buf = sentinel_buf(size);
 	char err[ERR_BIG];
 
-	for (size_t i = 0; i <= sizeof(tiny_errlen) / sizeof(tiny_errlen[0]);
-	     i++) {
-		size_t len = i < sizeof(tiny_errlen) / sizeof(tiny_errlen[0])
-				     ? tiny_errlen[i]
-				     : sizeof(err);
+	for (size_t i = 0; i <= FUZZ_TINY_COUNT; i++) {
+		size_t len =
+			i < FUZZ_TINY_COUNT ? fuzz_tiny_len[i] : sizeof(err);
 		char *e = sentinel_buf(len);
 
-		memset(buf, 'Z', size ? size : 1);
+		memset(buf, FUZZ_SENTINEL, size ? size : 1);
 		CHECK(assumption_normalise(kind, text, n, buf, size, e, len) ==
 		      -1);
-		CHECK(size ? buf[0] == '\0' : buf[0] == 'Z');
+		CHECK(size ? buf[0] == '\0' : buf[0] == FUZZ_SENTINEL);
 		if (len)
 			check_error(e, len);
 		else
-			CHECK(e[0] == 'Z');
+			CHECK(e[0] == FUZZ_SENTINEL);
 		free(e);
 	}
 	free(buf);
@@ -195,7 +168,7 @@ static void check_normal_form(enum assumption_kind kind, const char *text,
 	char err[ERR_BIG];
 	struct assumption b;
 
-	memset(norm, 'Z', sizeof(norm));
+	memset(norm, FUZZ_SENTINEL, sizeof(norm));
 	CHECK(assumption_normalise(kind, text, n, norm, sizeof(norm), err,
 				   sizeof(err)) == 0);
 	CHECK(memchr(norm, '\0', sizeof(norm)) != NULL);
@@ -245,7 +218,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char err[ERR_BIG];
 
 	memset(&a, 0x5A, sizeof(a));
-	memset(err, 'Z', sizeof(err));
+	memset(err, FUZZ_SENTINEL, sizeof(err));
 	int r = assumption_parse(kind, text, n, &a, err, sizeof(err));
 
 	CHECK(r == 0 || r == -1);
@@ -258,7 +231,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		check_error(err, sizeof(err));
 		CHECK(((const unsigned char *)&a)[0] == 0x5A);
-		memset(buf, 'Z', sizeof(buf));
+		memset(buf, FUZZ_SENTINEL, sizeof(buf));
 		CHECK(assumption_normalise(kind, text, n, buf, sizeof(buf),
 					   err2, sizeof(err2)) == -1);
 		CHECK(buf[0] == '\0');
