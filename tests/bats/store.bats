@@ -13,20 +13,17 @@ setup() {
 	cclfs_setup --no-mount
 }
 
-# Processes of local nodes under this test's state directory (by pid).
-node_pids() {
-	local p cwd
-	for p in /proc/[0-9]*; do
-		cwd=$(readlink "$p/cwd" 2>/dev/null) || continue
-		case $cwd in "$STATE"/nodes/*) echo "${p#/proc/}" ;; esac
-	done
+# The pid of the process running in the node directory $1 (one expected).
+node_pid() {
+	local link
+	link=$(find /proc/[0-9]*/cwd -maxdepth 0 -lname "$1" 2>/dev/null)
+	link=${link%/cwd}
+	echo "${link#/proc/}"
 }
 
 teardown() {
 	local pid
-	for pid in $(node_pids); do
-		kill -9 "$pid" 2>/dev/null || true
-	done
+	cclfs_kill_node_processes
 	if cclfs_is_mounted; then
 		fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null
 	fi
@@ -47,7 +44,7 @@ need_root() {
 # A mount that must be refused: non-zero exit, nothing mounted; what it
 # said is in $output (and in daemon.log, for the sanitizer check).
 mount_refused() {
-	run "$CCLFS_BIN" "$MNT" -o statedir="$STATE" "$@"
+	run "$CCLFS_BIN" "$MNT" -o statedir="$STATE"
 	echo "$output" >>"$TESTDIR/daemon.log"
 	if [ "$status" -eq 0 ]; then
 		echo "cclfs mounted although it should not have: $output" >&2
@@ -192,8 +189,8 @@ damage_page() {
 	echo h1 >"$MNT/contracts/c/deploy"
 	wait_state h1 running
 	echo 'sleep 300 >/dev/null 2>&1 &' >"$MNT/clusters/h1/nodes/1/exec"
-	pid=$(node_pids)
-	[ -n "$pid" ]
+	pid=$(node_pid "$(cd "$STATE" && pwd -P)/nodes/h1/1")
+	[[ "$pid" =~ ^[0-9]+$ ]]
 	cclfs_unmount
 	rm "$STATE/state.db" "$STATE/state.db.last-good"
 	mount_refused
@@ -272,6 +269,9 @@ damage_page() {
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"No space left on device"* ]]
 	[[ "$(cat "$MNT/contracts/a/error")" == "contracts/a/node_count: state database $STATE/state.db: the change was not stored: no space is left on its disk"* ]]
+	# The log line too (on stderr: the log in the store cannot take it).
+	grep -q "contracts/a/node_count: state database $STATE/state.db: the change was not stored: no space is left" \
+		"$TESTDIR/daemon.log"
 	[ "$(cat "$MNT/contracts/a/node_count")" = 2 ]
 	run_shell 'mkdir contracts/d'
 	[ "$status" -ne 0 ]
