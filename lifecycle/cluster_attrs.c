@@ -148,14 +148,23 @@ static void cluster_show_hostfile(struct model *m, struct cluster *c,
 	cluster_hostfile(c, t);
 }
 
+/* An exit status as exit_status shows it: nothing before the first
+ * command, "lost" for one a restart of cclfs cut off. */
+static void cluster_show_status_code(int status, struct cluster_text *t)
+{
+	if (status == CLUSTER_EXIT_LOST)
+		cluster_printf(t, "lost\n");
+	else if (status >= 0)
+		cluster_printf(t, "%d\n", status);
+}
+
 static void cluster_show_mpi_status(struct model *m, struct cluster *c,
 				    struct cluster_node *n,
 				    struct cluster_text *t)
 {
 	(void)m;
 	(void)n;
-	if (c->mpi_exit_status >= 0)
-		cluster_printf(t, "%d\n", c->mpi_exit_status);
+	cluster_show_status_code(c->mpi_exit_status, t);
 }
 
 static void cluster_show_nothing(struct model *m, struct cluster *c,
@@ -202,8 +211,7 @@ static void cluster_show_exit_status(struct model *m, struct cluster *c,
 {
 	(void)m;
 	(void)c;
-	if (n->exit_status >= 0)
-		cluster_printf(t, "%d\n", n->exit_status);
+	cluster_show_status_code(n->exit_status, t);
 }
 
 static void cluster_show_node_info(struct model *m, struct cluster *c,

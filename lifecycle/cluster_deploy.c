@@ -110,7 +110,13 @@ int cluster_open(struct model *m, char *err, size_t errlen)
 	m->clusters_ns = model_now();
 	if (store_load_clusters(m->store, &loader, err, errlen))
 		return -1;
-	return cluster_jobs_open(m, err, errlen);
+	if (cluster_jobs_open(m, err, errlen))
+		return -1;
+	/* With the providers open: what a crash cut off is recorded, and
+	 * what it left behind removed, before any request. */
+	for (size_t i = 0; i < m->nclusters; i++)
+		cluster_exec_recover(m, m->clusters[i]);
+	return 0;
 }
 
 void cluster_close(struct model *m)
@@ -432,26 +438,6 @@ int model_cluster_contract(struct model *m, const char *handle, char *out,
 	return 0;
 }
 
-static void cluster_remove_outputs(struct model *m, const struct cluster *c)
-{
-	char dir[PATH_MAX], path[PATH_MAX + 64];
-
-	cluster_dir(m, c, dir, sizeof(dir));
-	for (size_t i = 0; i < c->nnodes; i++) {
-		snprintf(path, sizeof(path), "%s/%s.stdout", dir,
-			 c->nodes[i].name);
-		unlink(path);
-		snprintf(path, sizeof(path), "%s/%s.stderr", dir,
-			 c->nodes[i].name);
-		unlink(path);
-	}
-	snprintf(path, sizeof(path), "%s/exec.out", dir);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/hostfile", dir);
-	unlink(path);
-	rmdir(dir);
-}
-
 int model_cluster_remove(struct model *m, const char *handle)
 {
 	char err[MODEL_ERR_MAX];
@@ -468,6 +454,11 @@ int model_cluster_remove(struct model *m, const char *handle)
 			 "be removed (echo terminated > clusters/%s/state)",
 			 cluster_state_names[c->state], c->handle);
 		rc = cluster_fail(m, c, "", -EBUSY, err);
+	} else if (c->commands) {
+		rc = cluster_fail(m, c, "", -EBUSY,
+				  "a command written to exec or mpiexec before "
+				  "the terminate has not ended yet; remove the "
+				  "cluster once it has");
 	} else if (store_cluster_remove(m->store, handle, err, sizeof(err))) {
 		rc = cluster_fail(m, c, "", -EIO, err);
 	} else {
@@ -480,7 +471,7 @@ int model_cluster_remove(struct model *m, const char *handle)
 		m->nclusters--;
 		m->clusters_ns = model_now();
 		model_log(m, "clusters", "removed clusters/%s", handle);
-		cluster_remove_outputs(m, c);
+		cluster_exec_remove_dir(m, c);
 		cluster_free(c);
 	}
 	pthread_mutex_unlock(&m->lock);

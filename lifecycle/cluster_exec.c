@@ -1,10 +1,13 @@
 /* exec of clusters: a command on one node or on every node at once (a
  * thread each, polling for interruption), its environment, the outputs kept
- * per node and for the cluster, and the results recorded in the store. */
+ * per node and for the cluster, and the results recorded in the store; a
+ * record of each command under way, and at mount the commands a crash of
+ * the daemon cut off, recorded as lost. */
 #include "lifecycle/cluster_hostfile.h"
 #include "lifecycle/cluster_priv.h"
 #include "lifecycle/store.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -36,6 +39,7 @@ struct cluster_exec_one {
 	char out[PATH_MAX + 96], errp[PATH_MAX + 96];
 	struct cluster_env env;
 	const char *command;
+	const char *tag;
 	int (*cancelled)(void *);
 	void *cancel_ctx;
 	int rc;
@@ -60,6 +64,7 @@ static void *cluster_exec_thread(void *arg)
 		.stdout_path = x->out,
 		.stderr_path = x->errp,
 		.env = x->env.envp,
+		.tag = x->tag,
 		.cancelled = x->cancelled,
 		.cancel_ctx = x->cancel_ctx,
 		.exit_status = -1,
@@ -134,18 +139,36 @@ static void cluster_spare_path(const char *dir, const char *node,
 	snprintf(buf, len, "%s/.%s.spare.%s", dir, node, what);
 }
 
-/* Take the spare as this exec's output file (none: one is made). */
-static void cluster_spare_take(const char *dir, const char *node,
-			       const char *what, const char *tmp)
+int cluster_output_make(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+/* Take the spare as this exec's output file, emptied (none: one is made).
+ * A spare that still has another name (a put cut short by a crash) is not
+ * taken: emptying it would empty that file too. */
+static int cluster_spare_take(const char *dir, const char *node,
+			      const char *what, const char *tmp)
 {
 	char spare[PATH_MAX + 96];
+	struct stat st;
 
 	cluster_spare_path(dir, node, what, spare, sizeof(spare));
-	rename(spare, tmp);
+	if (rename(spare, tmp) == 0 && stat(tmp, &st) == 0 && st.st_nlink > 1)
+		unlink(tmp);
+	return cluster_output_make(tmp);
 }
 
 /* Put the output in place; what it replaces becomes the spare, unless a
- * reader was given it (mode 0400). */
+ * reader was given it (mode 0400). The old file is linked as the spare
+ * before the new one is renamed over it: readers never miss the file, and
+ * a crash between the two leaves the new output under its temporary name,
+ * which the next mount puts in place (cluster_exec_recover). */
 static void cluster_spare_put(const char *dir, const char *node,
 			      const char *what, const char *tmp,
 			      const char *final)
@@ -153,14 +176,10 @@ static void cluster_spare_put(const char *dir, const char *node,
 	char spare[PATH_MAX + 96];
 	struct stat st;
 
-	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_EXCHANGE) != 0) {
-		rename(tmp, final);
-		return;
-	}
 	cluster_spare_path(dir, node, what, spare, sizeof(spare));
-	if (stat(tmp, &st) == 0 && (st.st_mode & 0200))
-		rename(tmp, spare);
-	else
+	if (stat(final, &st) == 0 && (st.st_mode & 0200))
+		link(final, spare); /* EEXIST: the old output just goes */
+	if (rename(tmp, final) != 0)
 		unlink(tmp);
 }
 
@@ -217,6 +236,56 @@ void cluster_env_free(struct cluster_env *e)
 	e->envp = NULL;
 }
 
+/* --- the record of a command under way --- */
+
+void cluster_running_start(struct cluster_running *r, const struct cluster *c,
+			   const char *kind, unsigned seq)
+{
+	r->kind = kind;
+	r->seq = seq;
+	r->start_ns = model_now();
+	/* Unique across restarts: the handle, the start and the sequence. */
+	snprintf(r->tag, sizeof(r->tag), "%s.%c%lld.%u", c->handle, kind[0],
+		 (long long)r->start_ns, seq);
+}
+
+static void cluster_running_path(const char *dir, const char *kind,
+				 unsigned seq, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/.%s.%u.running", dir, kind, seq);
+}
+
+int cluster_running_write(const struct cluster_running *r, const char *dir,
+			  const char *relpath, const char *nodes,
+			  const char *quote)
+{
+	char path[PATH_MAX + 64];
+	FILE *f;
+	int rc = 0;
+
+	cluster_running_path(dir, r->kind, r->seq, path, sizeof(path));
+	f = fopen(path, "we");
+	if (!f)
+		return -errno;
+	fprintf(f, "%lld\n%s\n%s\n%s\n%s\n", (long long)r->start_ns, r->tag,
+		relpath, nodes, quote);
+	if (ferror(f))
+		rc = -EIO;
+	if (fclose(f) != 0 && !rc)
+		rc = -errno;
+	if (rc)
+		unlink(path);
+	return rc;
+}
+
+void cluster_running_end(const struct cluster_running *r, const char *dir)
+{
+	char path[PATH_MAX + 64];
+
+	cluster_running_path(dir, r->kind, r->seq, path, sizeof(path));
+	unlink(path);
+}
+
 /* Copy the lines of file `from` into out, each prefixed "NAME: ". */
 static void cluster_prefix_lines(const char *from, const char *name, FILE *out)
 {
@@ -250,54 +319,52 @@ static void cluster_quote_command(const char *cmd, size_t len, char *out,
 			*p = ';';
 }
 
-int model_exec(struct model *m, const char *handle, const char *node,
-	       const char *command, size_t len, int (*cancelled)(void *),
-	       void *cancel_ctx, int *out_fd)
+/* Where an exec's node outputs and the caller's output go. */
+static void cluster_exec_collect(const char *tmp, const char *final,
+				 const char *const *names,
+				 const char *const *paths, size_t n,
+				 int *out_fd)
 {
-	char dir[PATH_MAX], why[2 * MODEL_ERR_MAX], err[MODEL_ERR_MAX];
-	char relpath[64], q[96], *cmd;
-	struct cluster_exec_one *xs;
-	struct cluster *c;
-	unsigned seq = atomic_fetch_add(&cluster_exec_seq, 1);
-	size_t n = 0, failed = 0;
-	int rc = 0, interrupted = 0;
+	FILE *f = fopen(tmp, "we");
 
+	if (!f)
+		return;
+	for (size_t i = 0; i < n; i++)
+		cluster_prefix_lines(paths[i], names[i], f);
+	fclose(f);
 	if (out_fd)
-		*out_fd = -1;
-	cmd = strndup(command, len);
-	if (!cmd)
-		return -ENOMEM;
-	snprintf(relpath, sizeof(relpath), "%s%s%sexec", node ? "nodes/" : "",
-		 node ? node : "", node ? "/" : "");
-	cluster_quote_command(command, len, q, sizeof(q));
-	pthread_mutex_lock(&m->lock);
-	c = cluster_find(m, handle);
-	if (!c || (node && !cluster_node_find(c, node))) {
-		pthread_mutex_unlock(&m->lock);
-		free(cmd);
-		return -ENOENT;
-	}
-	if (c->state != CLUSTER_RUNNING) {
-		snprintf(why, sizeof(why),
-			 "the cluster is %s; commands run only on a running "
-			 "cluster",
-			 cluster_state_names[c->state]);
-		rc = cluster_fail(m, c, relpath, -EBUSY, why);
-		pthread_mutex_unlock(&m->lock);
-		free(cmd);
-		return rc;
-	}
-	xs = calloc(c->nnodes, sizeof(*xs));
-	cluster_dir(m, c, dir, sizeof(dir));
-	if (!xs || !*dir || cluster_mkdirs(dir)) {
-		pthread_mutex_unlock(&m->lock);
-		free(xs);
-		free(cmd);
-		return -EIO;
-	}
+		*out_fd = open(tmp, O_RDONLY | O_CLOEXEC);
+	if (rename(tmp, final) != 0)
+		unlink(tmp);
+}
+
+/* A command that no shell can run as written: one sentence, or NULL. */
+static const char *cluster_command_invalid(const char *command, size_t len,
+					   char *why, size_t whylen)
+{
+	const char *nul = memchr(command, '\0', len);
+
+	if (!nul)
+		return NULL;
+	snprintf(why, whylen,
+		 "the command contains a NUL byte (byte %zu of %zu), which no "
+		 "shell command can hold; nothing was run",
+		 (size_t)(nul - command) + 1, len);
+	return why;
+}
+
+/* The cluster's nodes an exec runs on, and their setup (model locked). */
+static int cluster_exec_setup(struct model *m, struct cluster *c,
+			      const char *node, const char *dir, unsigned seq,
+			      const char *cmd, const struct cluster_running *r,
+			      struct cluster_exec_one *xs, size_t *n,
+			      char *names, size_t nameslen)
+{
+	size_t o = 0;
+
 	for (size_t i = 0; i < c->nnodes; i++) {
 		struct cluster_node *nd = &c->nodes[i];
-		struct cluster_exec_one *x = &xs[n];
+		struct cluster_exec_one *x = &xs[*n];
 
 		if (node && strcmp(nd->name, node) != 0)
 			continue;
@@ -308,25 +375,119 @@ int model_exec(struct model *m, const char *handle, const char *node,
 			 nd->name, seq);
 		snprintf(x->errp, sizeof(x->errp), "%s/.%s.%u.stderr", dir,
 			 nd->name, seq);
-		cluster_spare_take(dir, nd->name, "stdout", x->out);
-		cluster_spare_take(dir, nd->name, "stderr", x->errp);
-		if (cluster_env_make(m, c, nd, dir, &x->env)) {
-			for (size_t k = 0; k < n; k++)
-				cluster_env_free(&xs[k].env);
-			pthread_mutex_unlock(&m->lock);
-			free(xs);
-			free(cmd);
+		if (cluster_env_make(m, c, nd, dir, &x->env))
 			return -ENOMEM;
-		}
 		x->command = cmd;
-		x->cancelled = cancelled;
-		x->cancel_ctx = cancel_ctx;
-		n++;
+		x->tag = r->tag;
+		(*n)++;
+		o += (size_t)snprintf(names + o,
+				      nameslen > o ? nameslen - o : 0, "%s%s",
+				      o ? " " : "", nd->name);
+	}
+	return o < nameslen ? 0 : -ENOMEM;
+}
+
+/* Before the command starts: each node's output files made from the
+ * spares, then the record that it runs. 0, or -errno with why. */
+static int cluster_exec_prepare(struct cluster_exec_one *xs, size_t n,
+				const char *dir,
+				const struct cluster_running *r,
+				const char *relpath, const char *names,
+				const char *q, char *why, size_t whylen)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < n && !rc; i++) {
+		rc = cluster_spare_take(dir, xs[i].name, "stdout", xs[i].out);
+		if (!rc)
+			rc = cluster_spare_take(dir, xs[i].name, "stderr",
+						xs[i].errp);
+	}
+	if (!rc)
+		rc = cluster_running_write(r, dir, relpath, names, q);
+	if (rc) {
+		for (size_t i = 0; i < n; i++) {
+			unlink(xs[i].out);
+			unlink(xs[i].errp);
+		}
+		snprintf(why, whylen,
+			 "the command's output files could not be made in "
+			 "%.1000s: %s; nothing was run",
+			 dir, strerrordesc_np(-rc));
+	}
+	return rc;
+}
+
+int model_exec(struct model *m, const char *handle, const char *node,
+	       const char *command, size_t len, int (*cancelled)(void *),
+	       void *cancel_ctx, int *out_fd)
+{
+	char dir[PATH_MAX], why[2 * MODEL_ERR_MAX], err[MODEL_ERR_MAX];
+	char relpath[64], q[96], *cmd, *names;
+	struct cluster_exec_one *xs;
+	struct cluster_running r;
+	struct cluster *c;
+	unsigned seq = atomic_fetch_add(&cluster_exec_seq, 1);
+	size_t n = 0, failed = 0, nameslen, nxs;
+	int rc = 0, interrupted = 0;
+
+	if (out_fd)
+		*out_fd = -1;
+	snprintf(relpath, sizeof(relpath), "%s%s%sexec", node ? "nodes/" : "",
+		 node ? node : "", node ? "/" : "");
+	pthread_mutex_lock(&m->lock);
+	c = cluster_find(m, handle);
+	if (!c || (node && !cluster_node_find(c, node))) {
+		pthread_mutex_unlock(&m->lock);
+		return -ENOENT;
+	}
+	if (cluster_command_invalid(command, len, why, sizeof(why))) {
+		rc = cluster_fail(m, c, relpath, -EINVAL, why);
+		pthread_mutex_unlock(&m->lock);
+		return rc;
+	}
+	cluster_quote_command(command, len, q, sizeof(q));
+	if (c->state != CLUSTER_RUNNING) {
+		snprintf(why, sizeof(why),
+			 "the cluster is %s; commands run only on a running "
+			 "cluster",
+			 cluster_state_names[c->state]);
+		rc = cluster_fail(m, c, relpath, -EBUSY, why);
+		pthread_mutex_unlock(&m->lock);
+		return rc;
+	}
+	cmd = strndup(command, len);
+	nameslen = c->nnodes * 17 + 1;
+	names = malloc(nameslen);
+	nxs = c->nnodes;
+	xs = calloc(nxs, sizeof(*xs));
+	cluster_dir(m, c, dir, sizeof(dir));
+	cluster_running_start(&r, c, "exec", seq);
+	if (!cmd || !names || !xs || !*dir || cluster_mkdirs(dir) ||
+	    cluster_exec_setup(m, c, node, dir, seq, cmd, &r, xs, &n, names,
+			       nameslen)) {
+		rc = cluster_fail(m, c, relpath, -EIO,
+				  "the command could not be prepared (out of "
+				  "memory, or no room for its outputs in the "
+				  "state directory); nothing was run");
+		goto refused;
 	}
 	/* The hostfile commands see (CCLFS_HOSTFILE). */
 	cluster_write_hostfile(m, c, dir, seq);
+	rc = cluster_exec_prepare(xs, n, dir, &r, relpath, names, q, why,
+				  sizeof(why));
+	if (rc) {
+		rc = cluster_fail(m, c, relpath, rc, why);
+		goto refused;
+	}
+	/* Until its results are stored, the cluster is not removed. */
+	c->commands++;
 	pthread_mutex_unlock(&m->lock);
 
+	for (size_t i = 0; i < n; i++) {
+		xs[i].cancelled = cancelled;
+		xs[i].cancel_ctx = cancel_ctx;
+	}
 	if (n == 1)
 		cluster_exec_thread(&xs[0]); /* on the request's own thread */
 	else
@@ -335,19 +496,19 @@ int model_exec(struct model *m, const char *handle, const char *node,
 	/* The caller's own output, then the node's last output. */
 	if (!node) {
 		char all[PATH_MAX + 64], final[PATH_MAX + 64];
-		FILE *f;
+		const char **nm = calloc(n ? n : 1, sizeof(*nm));
+		const char **paths = calloc(n ? n : 1, sizeof(*paths));
 
 		snprintf(all, sizeof(all), "%s/.exec.%u.out", dir, seq);
 		snprintf(final, sizeof(final), "%s/exec.out", dir);
-		f = fopen(all, "we");
-		if (f) {
-			for (size_t i = 0; i < n; i++)
-				cluster_prefix_lines(xs[i].out, xs[i].name, f);
-			fclose(f);
-			if (out_fd)
-				*out_fd = open(all, O_RDONLY | O_CLOEXEC);
-			rename(all, final);
+		for (size_t i = 0; nm && paths && i < n; i++) {
+			nm[i] = xs[i].name;
+			paths[i] = xs[i].out;
 		}
+		if (nm && paths)
+			cluster_exec_collect(all, final, nm, paths, n, out_fd);
+		free(nm);
+		free(paths);
 	} else if (out_fd) {
 		*out_fd = open(xs[0].out, O_RDONLY | O_CLOEXEC);
 		/* This output is the caller's to read: never recycled. */
@@ -396,8 +557,14 @@ int model_exec(struct model *m, const char *handle, const char *node,
 		if (xs[i].rc || xs[i].status != 0)
 			failed++;
 	}
+	/* Stored: the record of the command goes (else the next mount
+	 * finds it and says the results were lost). */
 	if (store_commit(m->store, err, sizeof(err)))
 		store_rollback(m->store);
+	else
+		cluster_running_end(&r, dir);
+	if (c)
+		c->commands--;
 	if (c && !node) {
 		c->exec_ns = model_now();
 		cluster_notify(m, c, "exec");
@@ -444,9 +611,315 @@ int model_exec(struct model *m, const char *handle, const char *node,
 		cluster_clear_error(m, c);
 	}
 	pthread_mutex_unlock(&m->lock);
-	for (size_t i = 0; i < n; i++)
+	goto out;
+
+refused:
+	pthread_mutex_unlock(&m->lock);
+out:
+	for (size_t i = 0; xs && i < nxs; i++)
 		cluster_env_free(&xs[i].env);
 	free(xs);
+	free(names);
 	free(cmd);
 	return rc;
+}
+
+/* --- at mount: commands cut off by a crash --- */
+
+/* What a record of a command under way says (cluster_running_write). */
+struct cluster_mark {
+	char *text; /* the file, split into the fields below */
+	int64_t start_ns;
+	const char *tag, *relpath, *nodes, *quote;
+};
+
+static int cluster_mark_read(const char *path, struct cluster_mark *k)
+{
+	char *field[5], *s;
+	size_t cap = 0;
+	FILE *f = fopen(path, "re");
+	ssize_t len;
+
+	memset(k, 0, sizeof(*k));
+	if (!f)
+		return -1;
+	len = getdelim(&k->text, &cap, '\0', f);
+	fclose(f);
+	if (len <= 0)
+		return -1;
+	s = k->text;
+	for (int i = 0; i < 5; i++) {
+		field[i] = s;
+		s = s ? strchr(s, '\n') : NULL;
+		if (s && i < 4)
+			*s++ = '\0';
+		else if (s)
+			*s = '\0';
+	}
+	if (!field[4])
+		return -1;
+	k->start_ns = strtoll(field[0], NULL, 10);
+	k->tag = field[1];
+	k->relpath = field[2];
+	k->nodes = field[3];
+	k->quote = field[4];
+	return 0;
+}
+
+/* End what the lost command started on node nd, where its provider can. */
+static void cluster_end_lost(struct model *m, struct cluster *c,
+			     const struct cluster_node *nd, const char *tag)
+{
+	struct provider *p = cluster_provider(m, nd);
+	char err[PROVIDER_ERR_MAX];
+
+	if (!p || !p->ops->end_lost || !*tag)
+		return;
+	if (p->ops->end_lost(p, &nd->pn, tag, err, sizeof(err)))
+		cluster_log(m, c,
+			    "the processes of the command cut off on node %s "
+			    "could not all be ended: %s",
+			    nd->name, err);
+}
+
+/* The output a command cut off was writing (tmp) put in place; whether
+ * there was one. */
+static bool cluster_output_recover(const char *tmp, const char *final)
+{
+	if (access(tmp, F_OK) != 0)
+		return false;
+	if (rename(tmp, final) != 0)
+		unlink(tmp);
+	return true;
+}
+
+static void cluster_notify_node(struct model *m, const struct cluster *c,
+				const char *node)
+{
+	static const char *const files[] = {"stdout", "stderr", "exit_status",
+					    "exec"};
+	char path[128];
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "nodes/%s/%s", node, files[i]);
+		cluster_notify(m, c, path);
+	}
+}
+
+/* An exec cut off: on each of its nodes whose result was not stored, the
+ * output it wrote put in place and the status lost. */
+static void cluster_recover_exec(struct model *m, struct cluster *c,
+				 const char *dir, unsigned seq,
+				 const struct cluster_mark *k)
+{
+	char lost[512] = "", why[MODEL_ERR_MAX], err[MODEL_ERR_MAX];
+	char tmp[PATH_MAX + 96], final[PATH_MAX + 96];
+	size_t nlost = 0, nnodes = 0, o = 0;
+	bool all = strcmp(k->relpath, "exec") == 0;
+	int64_t now = model_now();
+
+	for (const char *s = k->nodes; *s;) {
+		size_t len = strcspn(s, " ");
+		char name[16];
+		struct cluster_node *nd;
+		bool moved;
+
+		snprintf(name, sizeof(name), "%.*s", (int)len, s);
+		s += len + (s[len] == ' ');
+		nd = cluster_node_find(c, name);
+		if (!nd)
+			continue;
+		nnodes++;
+		cluster_end_lost(m, c, nd, k->tag);
+		snprintf(tmp, sizeof(tmp), "%s/.%s.%u.stdout", dir, name, seq);
+		snprintf(final, sizeof(final), "%s/%s.stdout", dir, name);
+		moved = cluster_output_recover(tmp, final);
+		snprintf(tmp, sizeof(tmp), "%s/.%s.%u.stderr", dir, name, seq);
+		snprintf(final, sizeof(final), "%s/%s.stderr", dir, name);
+		moved = cluster_output_recover(tmp, final) || moved;
+		/* Outputs in place and the result stored: it was only the
+		 * record that was left. */
+		if (!moved && nd->exec_ns >= k->start_ns)
+			continue;
+		nd->exit_status = CLUSTER_EXIT_LOST;
+		nd->exec_ns = now;
+		if (cluster_store_node(m, nd, err, sizeof(err)))
+			cluster_log(m, c, "could not store the lost result: %s",
+				    err);
+		cluster_notify_node(m, c, nd->name);
+		nlost++;
+		if (o < sizeof(lost))
+			o += (size_t)snprintf(lost + o, sizeof(lost) - o,
+					      "%s%s", o ? ", " : "", name);
+	}
+	if (!nlost)
+		return;
+	if (all) {
+		const char **nm = calloc(nnodes ? nnodes : 1, sizeof(*nm));
+		char(*paths)[PATH_MAX + 96] =
+			calloc(nnodes ? nnodes : 1, sizeof(*paths));
+		const char **pp = calloc(nnodes ? nnodes : 1, sizeof(*pp));
+		size_t i = 0;
+
+		/* The caller's output: every node's (an exec of the cluster
+		 * runs on all), as a finished exec would have made it. */
+		for (size_t j = 0; nm && paths && pp && j < c->nnodes; j++) {
+			if (i == nnodes)
+				break;
+			nm[i] = c->nodes[j].name;
+			snprintf(paths[i], sizeof(paths[i]), "%s/%s.stdout",
+				 dir, c->nodes[j].name);
+			pp[i] = paths[i];
+			i++;
+		}
+		snprintf(tmp, sizeof(tmp), "%s/.exec.%u.out", dir, seq);
+		snprintf(final, sizeof(final), "%s/exec.out", dir);
+		if (nm && paths && pp)
+			cluster_exec_collect(tmp, final, nm, pp, i, NULL);
+		free(nm);
+		free(paths);
+		free(pp);
+		c->exec_ns = now;
+		cluster_notify(m, c, "exec");
+		snprintf(why, sizeof(why),
+			 "%s was cut off by a restart of cclfs on %zu of %zu "
+			 "nodes (%s): their exit_status reads lost, and their "
+			 "stdout and stderr hold what it wrote before",
+			 k->quote, nlost, nnodes, lost);
+	} else {
+		snprintf(why, sizeof(why),
+			 "%s was cut off by a restart of cclfs: exit_status "
+			 "reads lost, and stdout and stderr hold what it wrote "
+			 "before",
+			 k->quote);
+	}
+	cluster_fail(m, c, k->relpath, -EIO, why);
+}
+
+/* An mpiexec cut off: its output put in place, mpi_exit_status lost. */
+static void cluster_recover_mpi(struct model *m, struct cluster *c,
+				const char *dir, unsigned seq,
+				const struct cluster_mark *k)
+{
+	char tmp[PATH_MAX + 64], final[PATH_MAX + 64], why[MODEL_ERR_MAX];
+	struct cluster_node *nd = cluster_node_find(c, k->nodes);
+	bool moved;
+
+	if (nd)
+		cluster_end_lost(m, c, nd, k->tag);
+	snprintf(tmp, sizeof(tmp), "%s/.mpi.%u.stdout", dir, seq);
+	snprintf(final, sizeof(final), "%s/mpi.stdout", dir);
+	moved = cluster_output_recover(tmp, final);
+	snprintf(tmp, sizeof(tmp), "%s/.mpi.%u.stderr", dir, seq);
+	snprintf(final, sizeof(final), "%s/mpi.stderr", dir);
+	moved = cluster_output_recover(tmp, final) || moved;
+	if (!moved && c->mpi_ns >= k->start_ns)
+		return;
+	c->mpi_exit_status = CLUSTER_EXIT_LOST;
+	c->mpi_ns = model_now();
+	cluster_notify(m, c, "mpiexec");
+	cluster_notify(m, c, "mpi_stdout");
+	cluster_notify(m, c, "mpi_stderr");
+	cluster_notify(m, c, "mpi_exit_status");
+	snprintf(why, sizeof(why),
+		 "%s was cut off by a restart of cclfs: mpi_exit_status reads "
+		 "lost, and mpi_stdout and mpi_stderr hold what it wrote "
+		 "before",
+		 k->quote);
+	/* Stored with the error. */
+	cluster_fail(m, c, "mpiexec", -EIO, why);
+}
+
+/* ".KIND.SEQ.running": the record of a command under way. */
+static bool cluster_mark_name(const char *name, char *kind, size_t kindlen,
+			      unsigned *seq)
+{
+	const char *dot = strchr(name + 1, '.');
+	char *end;
+	unsigned long v;
+
+	if (name[0] != '.' || !dot || dot == name + 1 ||
+	    (size_t)(dot - name) > kindlen)
+		return false;
+	v = strtoul(dot + 1, &end, 10);
+	if (end == dot + 1 || strcmp(end, ".running") != 0 || v > UINT_MAX)
+		return false;
+	snprintf(kind, kindlen, "%.*s", (int)(dot - name - 1), name + 1);
+	*seq = (unsigned)v;
+	return true;
+}
+
+/* What a command cut short leaves in the directory: ".A.DIGITS" or
+ * ".A.DIGITS.B" (temporary outputs and hostfiles, records). */
+static bool cluster_leftover(const char *name)
+{
+	const char *dot = name[0] == '.' ? strchr(name + 1, '.') : NULL;
+	size_t n;
+
+	if (!dot || dot == name + 1)
+		return false;
+	n = strspn(dot + 1, "0123456789");
+	return n && (dot[1 + n] == '\0' || dot[1 + n] == '.');
+}
+
+void cluster_exec_recover(struct model *m, struct cluster *c)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 300];
+	struct dirent *e;
+	DIR *d;
+
+	pthread_mutex_lock(&m->lock);
+	cluster_dir(m, c, dir, sizeof(dir));
+	d = *dir ? opendir(dir) : NULL;
+	/* The records first: they say which temporary files to keep. */
+	while (d && (e = readdir(d))) {
+		struct cluster_mark k;
+		char kind[8];
+		unsigned seq;
+
+		if (!cluster_mark_name(e->d_name, kind, sizeof(kind), &seq))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (cluster_mark_read(path, &k) == 0) {
+			if (strcmp(kind, "exec") == 0)
+				cluster_recover_exec(m, c, dir, seq, &k);
+			else if (strcmp(kind, "mpi") == 0)
+				cluster_recover_mpi(m, c, dir, seq, &k);
+		}
+		free(k.text);
+	}
+	if (d)
+		rewinddir(d);
+	while (d && (e = readdir(d))) {
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (cluster_leftover(e->d_name) ||
+		    (strstr(e->d_name, ".spare.") && stat(path, &st) == 0 &&
+		     st.st_nlink > 1))
+			unlink(path);
+	}
+	if (d)
+		closedir(d);
+	pthread_mutex_unlock(&m->lock);
+}
+
+void cluster_exec_remove_dir(struct model *m, const struct cluster *c)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 300];
+	struct dirent *e;
+	DIR *d;
+
+	cluster_dir(m, c, dir, sizeof(dir));
+	d = *dir ? opendir(dir) : NULL;
+	while (d && (e = readdir(d))) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		unlink(path);
+	}
+	if (d)
+		closedir(d);
+	if (*dir)
+		rmdir(dir);
 }

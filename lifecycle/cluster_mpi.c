@@ -1,7 +1,8 @@
 /* mpiexec on clusters: Open MPI's mpirun run from the launch node with the
  * cluster's hostfile and a command's environment (cluster_exec.c), its
- * outputs kept for mpi_stdout/mpi_stderr (the nodes
- * were prepared for it by the deploy and resume jobs, cluster_jobs.c). */
+ * outputs kept for mpi_stdout/mpi_stderr, recorded as under way until its
+ * result is stored (the nodes were prepared for it by the deploy and resume
+ * jobs, cluster_jobs.c). */
 #include "lifecycle/cluster_hostfile.h"
 #include "lifecycle/cluster_priv.h"
 #include "lifecycle/store.h"
@@ -69,6 +70,7 @@ int model_mpiexec(struct model *m, const char *handle, const char *command,
 	unsigned seq = atomic_fetch_add(&cluster_mpi_seq, 1);
 	struct provider_run run = {.exit_status = -1};
 	struct cluster_env env = {0};
+	struct cluster_running r;
 	struct cluster_node *launch;
 	struct provider_node pn;
 	struct provider *p;
@@ -78,6 +80,20 @@ int model_mpiexec(struct model *m, const char *handle, const char *command,
 
 	if (out_fd)
 		*out_fd = -1;
+	if (memchr(command, '\0', len)) {
+		pthread_mutex_lock(&m->lock);
+		c = cluster_find(m, handle);
+		snprintf(why, sizeof(why),
+			 "the command contains a NUL byte (byte %zu of %zu), "
+			 "which no command line can hold; nothing was run",
+			 (size_t)((const char *)memchr(command, '\0', len) -
+				  command) +
+				 1,
+			 len);
+		rc = c ? cluster_fail(m, c, "mpiexec", -EINVAL, why) : -ENOENT;
+		pthread_mutex_unlock(&m->lock);
+		return rc;
+	}
 	while (len && (command[len - 1] == '\n' || command[len - 1] == ' ' ||
 		       command[len - 1] == '\t' || command[len - 1] == '\r'))
 		len--;
@@ -140,20 +156,38 @@ int model_mpiexec(struct model *m, const char *handle, const char *command,
 	p = cluster_provider(m, launch);
 	pn = launch->pn;
 	snprintf(node, sizeof(node), "%s", launch->name);
-	if (cluster_env_make(m, c, launch, dir, &env)) {
-		rc = cluster_fail(m, c, "mpiexec", -ENOMEM,
-				  "out of memory for the job's environment");
+	snprintf(out, sizeof(out), "%s/.mpi.%u.stdout", dir, seq);
+	snprintf(errp, sizeof(errp), "%s/.mpi.%u.stderr", dir, seq);
+	cluster_running_start(&r, c, "mpi", seq);
+	/* The outputs exist, then the record that the job runs. */
+	rc = cluster_env_make(m, c, launch, dir, &env);
+	if (!rc)
+		rc = cluster_output_make(out);
+	if (!rc)
+		rc = cluster_output_make(errp);
+	if (!rc)
+		rc = cluster_running_write(&r, dir, "mpiexec", node, q);
+	if (rc) {
+		unlink(out);
+		unlink(errp);
+		snprintf(why, sizeof(why),
+			 "the job's output files could not be made in %.1000s: "
+			 "%s; nothing was run",
+			 dir, strerrordesc_np(-rc));
+		rc = cluster_fail(m, c, "mpiexec", rc, why);
+		cluster_env_free(&env);
 		free(cmd);
 		goto refused;
 	}
-	snprintf(out, sizeof(out), "%s/.mpi.%u.stdout", dir, seq);
-	snprintf(errp, sizeof(errp), "%s/.mpi.%u.stderr", dir, seq);
+	/* Until its results are stored, the cluster is not removed. */
+	c->commands++;
 	pthread_mutex_unlock(&m->lock);
 
 	run.command = cmd;
 	run.stdout_path = out;
 	run.stderr_path = errp;
 	run.env = env.envp;
+	run.tag = r.tag;
 	run.cancelled = cancelled;
 	run.cancel_ctx = cancel_ctx;
 	rc = p ? p->ops->run(p, &pn, &run, err, sizeof(err)) : -ENOSYS;
@@ -168,6 +202,7 @@ int model_mpiexec(struct model *m, const char *handle, const char *command,
 	snprintf(final, sizeof(final), "%s/mpi.stderr", dir);
 	if (rename(errp, final) != 0)
 		unlink(errp);
+
 	cluster_env_free(&env);
 
 	pthread_mutex_lock(&m->lock);
@@ -178,12 +213,16 @@ int model_mpiexec(struct model *m, const char *handle, const char *command,
 		free(line);
 		return rc ? rc : 0;
 	}
+	c->commands--;
 	c->mpi_exit_status = rc ? -1 : run.exit_status;
 	c->mpi_ns = model_now();
 	{
 		char serr[MODEL_ERR_MAX];
 
-		cluster_store(m, c, serr, sizeof(serr));
+		/* Stored: the record of the job goes (else the next mount
+		 * finds it and says the results were lost). */
+		if (cluster_store(m, c, serr, sizeof(serr)) == 0)
+			cluster_running_end(&r, dir);
 	}
 	cluster_notify(m, c, "mpiexec");
 	cluster_notify(m, c, "mpi_stdout");

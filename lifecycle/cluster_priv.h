@@ -22,8 +22,12 @@ struct cluster_node {
 	char provider[16];
 	char instance_type[64];
 	char state[16];	 /* creating running stopped terminated failed */
-	int exit_status; /* of the last exec; -1: none */
+	int exit_status; /* of the last exec; -1: none; CLUSTER_EXIT_LOST */
 };
+
+/* The exit status of a command the daemon was cut off from by a crash or a
+ * kill (recorded at the next mount, cluster_exec_recover): reads "lost". */
+#define CLUSTER_EXIT_LOST (-2)
 
 struct cluster {
 	char handle[CONTRACT_NAME_MAX + 1];
@@ -48,6 +52,7 @@ struct cluster {
 	char options[1024];	    /* provider options from config/ */
 	int mpi_exit_status;	    /* of the last mpiexec; -1: none */
 	int64_t mpi_ns;		    /* when it ended */
+	int commands;		    /* exec and mpiexec running now */
 };
 
 /* The environment of a command on a node: the contract's
@@ -57,6 +62,16 @@ struct cluster_env {
 	char *config;	   /* config/environment's lines, NUL-separated */
 	const char **envp; /* NULL-terminated: provider_run.env */
 	char cclfs[4][PATH_MAX + 64];
+};
+
+/* A command under way, as its record in the cluster's directory says
+ * (DIR/.KIND.SEQ.running, made before it starts, removed once its results
+ * are stored), for the next mount to find if the daemon is cut off. */
+struct cluster_running {
+	const char *kind; /* "exec" or "mpi" */
+	unsigned seq;
+	int64_t start_ns;
+	char tag[128]; /* provider_run.tag */
 };
 
 /* A file's content being rendered. */
@@ -113,6 +128,25 @@ int cluster_env_make(struct model *m, const struct cluster *c,
 		     const struct cluster_node *n, const char *dir,
 		     struct cluster_env *e);
 void cluster_env_free(struct cluster_env *e);
+/* Start the record of a command under way: its tag, then the file (what
+ * ran where: relpath, the names of its nodes, the command as quoted in
+ * messages). 0, or -errno. */
+void cluster_running_start(struct cluster_running *r, const struct cluster *c,
+			   const char *kind, unsigned seq);
+int cluster_running_write(const struct cluster_running *r, const char *dir,
+			  const char *relpath, const char *nodes,
+			  const char *quote);
+void cluster_running_end(const struct cluster_running *r, const char *dir);
+/* Make (or empty) an output file for a command to write: 0, or -errno. */
+int cluster_output_make(const char *path);
+/* At mount (cluster_open), before any request: the commands a crash or
+ * kill of the daemon cut off are recorded as lost (their processes ended,
+ * their outputs put in place, exit_status "lost", a sentence in log and
+ * error), and what they left in the cluster's directory is removed. */
+void cluster_exec_recover(struct model *m, struct cluster *c);
+/* Remove the cluster's directory under the state directory, with every
+ * file in it (rmdir of a terminated cluster). */
+void cluster_exec_remove_dir(struct model *m, const struct cluster *c);
 
 /* A file's content being rendered. */
 void cluster_printf(struct cluster_text *t, const char *fmt, ...)

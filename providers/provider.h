@@ -116,6 +116,10 @@ struct provider_run {
 	 * names the daemon's copy; a provider with a prepare op gives the
 	 * path of the copy on the node instead. */
 	const char *const *env;
+	/* A word naming this command, unique across restarts of the daemon
+	 * ([A-Za-z0-9._-], at most 100 bytes), or NULL: what the command
+	 * starts is marked with it, for end_lost. */
+	const char *tag;
 	/* Polled while the command runs; non-zero: kill it and return
 	 * -EINTR. May be NULL. */
 	int (*cancelled)(void *ctx);
@@ -184,6 +188,13 @@ struct provider_ops {
 	 * be run. */
 	int (*run)(struct provider *p, const struct provider_node *node,
 		   struct provider_run *run, char *err, size_t errlen);
+	/* May be NULL (nothing to do). The daemon was cut off (killed,
+	 * crashed) while the command of run->tag ran on the node: end what
+	 * it started, so that it writes no more to its output files. Called
+	 * at mount before any thread starts: it must not wait on a network.
+	 * 0, or -errno with err. */
+	int (*end_lost)(struct provider *p, const struct provider_node *node,
+			const char *tag, char *err, size_t errlen);
 	/* The node is the provider's since a past deploy (called at mount
 	 * for every node not terminated). */
 	void (*attach)(struct provider *p, const struct provider_node *node);

@@ -29,6 +29,10 @@
 
 #define LOCAL_ENV_NAME	"CCLFS_INSTANCE"
 #define LOCAL_ENTRY_MAX (sizeof(LOCAL_ENV_NAME "=") + PROVIDER_ID_MAX)
+/* What marks the processes of one command: CCLFS_EXEC=<its tag>. */
+#define LOCAL_EXEC_NAME	     "CCLFS_EXEC"
+#define LOCAL_TAG_MAX	     100
+#define LOCAL_EXEC_ENTRY_MAX (sizeof(LOCAL_EXEC_NAME "=") + LOCAL_TAG_MAX)
 /* The PATH of a command when the daemon has none. */
 #define LOCAL_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 /* Room for "the manager of cluster HANDLE". */
@@ -591,20 +595,17 @@ static int local_scan_pass(const char *entry, int sig, struct local_scan *s)
 	return rc;
 }
 
-/* Signal every process of the node, again and again until a pass finds
- * none that still needs it: processes may fork while we scan. */
-static int local_signal_node(const struct provider_node *node, int sig,
-			     char *err, size_t errlen)
+/* Signal every process whose environment holds `entry` (those of a node,
+ * or of one command; `name` says which in errors), again and again until a
+ * pass finds none that still needs it: processes may fork while we scan. */
+static int local_signal_entry(const char *entry, const char *name, int sig,
+			      char *err, size_t errlen)
 {
-	char entry[LOCAL_ENTRY_MAX], name[LOCAL_NAME_MAX];
 	struct local_scan s = {0};
 	long delay = LOCAL_ROUND_FIRST;
 	int clean = 0;
-	int rc = local_node_entry(node, entry, sizeof(entry), err, errlen);
+	int rc;
 
-	if (rc < 0)
-		return rc;
-	local_node_name(node, name, sizeof(name));
 	for (int pass = 0; pass < LOCAL_PASSES; pass++) {
 		rc = local_scan_pass(entry, sig, &s);
 		if (rc < 0) {
@@ -651,6 +652,58 @@ static int local_signal_node(const struct provider_node *node, int sig,
 			    "rounds of SIGKILL",
 			    s.found, name, LOCAL_PASSES);
 	return -EBUSY;
+}
+
+/* Signal every process of the node. */
+static int local_signal_node(const struct provider_node *node, int sig,
+			     char *err, size_t errlen)
+{
+	char entry[LOCAL_ENTRY_MAX], name[LOCAL_NAME_MAX];
+	int rc = local_node_entry(node, entry, sizeof(entry), err, errlen);
+
+	if (rc < 0)
+		return rc;
+	local_node_name(node, name, sizeof(name));
+	return local_signal_entry(entry, name, sig, err, errlen);
+}
+
+/* "CCLFS_EXEC=<tag>": what marks the processes of one command. */
+static int local_exec_entry(const struct provider_node *node, const char *tag,
+			    char *entry, size_t len, char *err, size_t errlen)
+{
+	size_t n = strnlen(tag, LOCAL_TAG_MAX + 1);
+	char name[LOCAL_NAME_MAX];
+
+	for (size_t i = 0; i < n && n <= LOCAL_TAG_MAX; i++)
+		if (!isalnum((unsigned char)tag[i]) && !strchr("._-", tag[i]))
+			n = 0;
+	if (n == 0 || n > LOCAL_TAG_MAX) {
+		local_node_name(node, name, sizeof(name));
+		local_error(err, errlen,
+			    "the command on %s has a tag that is not valid (1 "
+			    "to %d letters, digits, '.', '_' or '-')",
+			    name, LOCAL_TAG_MAX);
+		return -EINVAL;
+	}
+	snprintf(entry, len, "%s=%s", LOCAL_EXEC_NAME, tag);
+	return 0;
+}
+
+/* The daemon was cut off while the command of `tag` ran: its processes,
+ * and what they started, are killed. */
+static int local_end_lost(struct provider *p, const struct provider_node *node,
+			  const char *tag, char *err, size_t errlen)
+{
+	char entry[LOCAL_EXEC_ENTRY_MAX], name[LOCAL_NAME_MAX + 64];
+	char node_name[LOCAL_NAME_MAX];
+	int rc = local_exec_entry(node, tag, entry, sizeof(entry), err, errlen);
+
+	(void)p;
+	if (rc < 0)
+		return rc;
+	local_node_name(node, node_name, sizeof(node_name));
+	snprintf(name, sizeof(name), "the lost command on %s", node_name);
+	return local_signal_entry(entry, name, SIGKILL, err, errlen);
 }
 
 /* The signal of a batch action, to every process of node i. */
@@ -892,11 +945,12 @@ static void local_env_fill(char **envp, size_t *n, char *blob, size_t bloblen)
 
 /* The command's environment, and nothing else: what local_env_kept keeps of
  * the daemon's (with what the login would give filled in), CCLFS_INSTANCE,
- * then the extra entries (the last of a name wins). One allocation; the
- * daemon's and the extra strings are not copied. */
-static int local_env_build(const char *entry, const char *const *extra,
-			   const char *name, char ***out, char *err,
-			   size_t errlen)
+ * CCLFS_EXEC when the command has a tag, then the extra entries (the last
+ * of a name wins). One allocation; the daemon's and the extra strings are
+ * not copied. */
+static int local_env_build(const char *entry, const char *exec_entry,
+			   const char *const *extra, const char *name,
+			   char ***out, char *err, size_t errlen)
 {
 	size_t nenv = 0, nextra = 0, n = 0;
 	char **envp;
@@ -911,7 +965,8 @@ static int local_env_build(const char *entry, const char *const *extra,
 				    extra[i], name);
 			return -EINVAL;
 		}
-		if (local_env_same(extra[i], entry)) {
+		if (local_env_same(extra[i], entry) ||
+		    local_env_same(extra[i], LOCAL_EXEC_NAME "=")) {
 			local_error(err, errlen,
 				    "the command on %s may not set %.*s: cclfs "
 				    "sets it",
@@ -955,6 +1010,8 @@ static int local_env_build(const char *entry, const char *const *extra,
 				}
 	}
 	envp[n++] = (char *)entry;
+	if (exec_entry)
+		envp[n++] = (char *)exec_entry;
 	for (size_t i = 0; i < nextra; i++) {
 		bool later = false;
 
@@ -1092,7 +1149,7 @@ static int local_run(struct provider *p, const struct provider_node *node,
 {
 	struct local_provider *lp = (struct local_provider *)p;
 	char dir[PROVIDER_PATH_MAX + 1], entry[LOCAL_ENTRY_MAX];
-	char name[LOCAL_NAME_MAX];
+	char name[LOCAL_NAME_MAX], exec_entry[LOCAL_EXEC_ENTRY_MAX];
 	char *argv[] = {"sh", "-c", (char *)run->command, NULL};
 	char **envp = NULL;
 	struct local_child c = {.dir = dir, .argv = argv};
@@ -1124,7 +1181,14 @@ static int local_run(struct provider *p, const struct provider_node *node,
 			    dir, name, local_strerror(-rc));
 		return rc;
 	}
-	rc = local_env_build(entry, run->env, name, &envp, err, errlen);
+	if (run->tag) {
+		rc = local_exec_entry(node, run->tag, exec_entry,
+				      sizeof(exec_entry), err, errlen);
+		if (rc < 0)
+			return rc;
+	}
+	rc = local_env_build(entry, run->tag ? exec_entry : NULL, run->env,
+			     name, &envp, err, errlen);
 	if (rc < 0)
 		return rc;
 	c.envp = envp;
@@ -1171,6 +1235,7 @@ static const struct provider_ops local_ops = {
 			[PROVIDER_DESCRIBE] = local_describe,
 		},
 	.run = local_run,
+	.end_lost = local_end_lost,
 	.close = local_close,
 };
 

@@ -65,7 +65,7 @@ no_markers() {
 	wait_state h running
 	echo env >clusters/h/nodes/1/exec
 	no_markers clusters/h/nodes/1/stdout
-	[ "$(names_of clusters/h/nodes/1/stdout)" = "CCLFS_CLUSTER CCLFS_HOSTFILE CCLFS_INSTANCE CCLFS_NODE CCLFS_NODE_COUNT HOME LANG LC_MESSAGES LOGNAME MY_SETTING OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OMP_NUM_THREADS PATH TZ USER " ]
+	[ "$(names_of clusters/h/nodes/1/stdout)" = "CCLFS_CLUSTER CCLFS_EXEC CCLFS_HOSTFILE CCLFS_INSTANCE CCLFS_NODE CCLFS_NODE_COUNT HOME LANG LC_MESSAGES LOGNAME MY_SETTING OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OMP_NUM_THREADS PATH TZ USER " ]
 	grep -qx "HOME=$TESTDIR/home" clusters/h/nodes/1/stdout
 	grep -qx "PATH=$PATH" clusters/h/nodes/1/stdout
 	grep -qx 'USER=tester' clusters/h/nodes/1/stdout

@@ -97,17 +97,16 @@ static bool proc_gone(long pid)
 	return !proc_alive(pid);
 }
 
-/* Live processes whose environment holds CCLFS_INSTANCE=id; how many of
+/* Live processes whose environment holds the entry `want`; how many of
  * them are not stopped goes to *running. */
-static int count_procs(const char *id, int *running)
+static int count_entry(const char *want, int *running)
 {
-	char want[256], path[64], buf[65536];
+	char path[64], buf[65536];
 	struct dirent *e;
 	DIR *d = opendir("/proc");
 	int n = 0;
 
 	*running = 0;
-	snprintf(want, sizeof(want), "CCLFS_INSTANCE=%s", id);
 	if (!d)
 		return -1;
 	while ((e = readdir(d))) {
@@ -139,6 +138,15 @@ static int count_procs(const char *id, int *running)
 	}
 	closedir(d);
 	return n;
+}
+
+/* The same for the processes of node instance `id`. */
+static int count_procs(const char *id, int *running)
+{
+	char want[256];
+
+	snprintf(want, sizeof(want), "CCLFS_INSTANCE=%s", id);
+	return count_entry(want, running);
 }
 
 static struct provider_node make_node(const char *handle, int rank)
@@ -613,6 +621,50 @@ static int never(void *arg)
 	return 0;
 }
 
+/* Live processes whose environment holds CCLFS_EXEC=tag. */
+static int count_tagged(const char *tag)
+{
+	char want[160];
+	int running;
+
+	snprintf(want, sizeof(want), "CCLFS_EXEC=%s", tag);
+	return count_entry(want, &running);
+}
+
+/* A command's processes carry its tag; end_lost kills them (and only
+ * them), as after a crash of the daemon. */
+static void test_end_lost(struct provider *p, struct provider_node *node)
+{
+	char out[128], err[256] = "", buf[64];
+	struct provider_run run = {.command = BACKGROUND, .tag = "h.e1.1"};
+	long lost, other;
+
+	snprintf(out, sizeof(out), "%s/lost.out", base);
+	run.stdout_path = out;
+	CHECK(p->ops->run(p, node, &run, err, sizeof(err)) == 0);
+	read_text(out, buf, sizeof(buf));
+	lost = atol(buf);
+	run.tag = "h.e2.2";
+	CHECK(p->ops->run(p, node, &run, err, sizeof(err)) == 0);
+	read_text(out, buf, sizeof(buf));
+	other = atol(buf);
+	CHECK(lost > 0 && other > 0 && proc_alive(lost) && proc_alive(other));
+	CHECK(count_tagged("h.e1.1") >= 1 && count_tagged("h.e2.2") >= 1);
+	CHECK(p->ops->end_lost(p, node, "h.e1.1", err, sizeof(err)) == 0);
+	CHECK(proc_gone(lost));
+	CHECK(proc_alive(other));
+	CHECK(count_tagged("h.e1.1") == 0);
+	/* Nothing of the tag left: nothing to do. */
+	CHECK(p->ops->end_lost(p, node, "h.e1.1", err, sizeof(err)) == 0);
+	CHECK(p->ops->end_lost(p, node, "h.e2.2", err, sizeof(err)) == 0);
+	CHECK(proc_gone(other));
+	/* A tag that could match more than itself is refused. */
+	CHECK(p->ops->end_lost(p, node, "a b", err, sizeof(err)) == -EINVAL);
+	CHECK(p->ops->end_lost(p, node, "", err, sizeof(err)) == -EINVAL);
+	run.tag = "bad tag";
+	CHECK(p->ops->run(p, node, &run, err, sizeof(err)) == -EINVAL);
+}
+
 static void test_cancel(struct provider *p, struct provider_node *node)
 {
 	struct cancel_ctx ctx = {.start = now_ms()};
@@ -786,6 +838,7 @@ int main(void)
 		test_run(p, nodes);
 		test_signals(p, nodes);
 		test_cancel(p, &nodes[0]);
+		test_end_lost(p, &nodes[0]);
 		test_stop_race(p, &nodes[0]);
 		test_concurrent(p, nodes);
 		test_speed(p, &nodes[0]);
