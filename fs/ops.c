@@ -91,11 +91,16 @@ static int64_t fs_mounted_ns(void)
 	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
 }
 
+/* The modes tell who may do what, and the kernel enforces them
+ * (default_permissions): with allow_other, other users read what a
+ * contract or cluster is, never what commands printed or secrets, and
+ * write nothing. */
 static mode_t fs_file_mode(int field)
 {
-	return contract_field_at((size_t)field)->file == CONTRACT_FILE_GENERATED
-		       ? S_IFREG | 0444
-		       : S_IFREG | 0644;
+	const struct contract_field *f = contract_field_at((size_t)field);
+	mode_t mode = f->file == CONTRACT_FILE_GENERATED ? 0444 : 0644;
+
+	return S_IFREG | (f->owner_only ? mode & 0700 : mode);
 }
 
 /* --- nodes/N/files/: the node's working directory, passed through --- */
@@ -320,8 +325,11 @@ static int fs_stat_path(const struct fspath *p, struct stat *st)
 			&a);
 		if (rc == 0)
 			fs_fill(st,
-				fs_writable(p) ? S_IFREG | 0644
-					       : S_IFREG | 0444,
+				S_IFREG | model_cluster_file_mode(
+						  p->kind == FSPATH_NODE_FILE
+							  ? p->node
+							  : NULL,
+						  p->file),
 				1, a.size, a.mtime_ns);
 		break;
 	case FSPATH_NODE_FILES:

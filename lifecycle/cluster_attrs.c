@@ -59,6 +59,10 @@ struct cluster_attr {
 	int (*run)(struct model *m, const char *handle, const char *node,
 		   const char *command, size_t len, int (*cancelled)(void *),
 		   void *cancel_ctx, int *out_fd);
+	/* What it shows may hold what commands printed (outputs, the log,
+	 * errors quoting them): for the mounting user only, as the files
+	 * beneath are. */
+	bool owner_only;
 };
 
 /* --- what the files show --- */
@@ -300,42 +304,42 @@ static int cluster_run_mpiexec(struct model *m, const char *handle,
 
 static const struct cluster_attr cluster_attrs[] = {
 	{"state", CLUSTER_REQUEST, WHEN_STATE, cluster_show_state, NULL,
-	 cluster_store_state, NULL},
+	 cluster_store_state, NULL, false},
 	{"info", CLUSTER_READ_ONLY, WHEN_CREATED, cluster_show_info, NULL, NULL,
-	 NULL},
-	{"exec", CLUSTER_COMMAND, WHEN_EXEC, NULL, "exec.out", NULL,
-	 model_exec},
+	 NULL, false},
+	{"exec", CLUSTER_COMMAND, WHEN_EXEC, NULL, "exec.out", NULL, model_exec,
+	 true},
 	{"hostfile", CLUSTER_READ_ONLY, WHEN_CREATED, cluster_show_hostfile,
-	 NULL, NULL, NULL},
+	 NULL, NULL, NULL, false},
 	{"mpiexec", CLUSTER_COMMAND, WHEN_MPI, NULL, "mpi.stdout", NULL,
-	 cluster_run_mpiexec},
+	 cluster_run_mpiexec, true},
 	{"mpi_stdout", CLUSTER_READ_ONLY, WHEN_MPI, NULL, "mpi.stdout", NULL,
-	 NULL},
+	 NULL, true},
 	{"mpi_stderr", CLUSTER_READ_ONLY, WHEN_MPI, NULL, "mpi.stderr", NULL,
-	 NULL},
+	 NULL, true},
 	{"mpi_exit_status", CLUSTER_READ_ONLY, WHEN_MPI,
-	 cluster_show_mpi_status, NULL, NULL, NULL},
+	 cluster_show_mpi_status, NULL, NULL, NULL, false},
 	{"restart", CLUSTER_TRIGGER, WHEN_RESTART, cluster_show_nothing, NULL,
-	 cluster_store_restart, NULL},
-	{"log", CLUSTER_READ_ONLY, WHEN_LOG, cluster_show_log, NULL, NULL,
-	 NULL},
+	 cluster_store_restart, NULL, false},
+	{"log", CLUSTER_READ_ONLY, WHEN_LOG, cluster_show_log, NULL, NULL, NULL,
+	 true},
 	{"error", CLUSTER_READ_ONLY, WHEN_ERROR, cluster_show_error, NULL, NULL,
-	 NULL},
+	 NULL, true},
 };
 
 static const struct cluster_attr cluster_node_attrs[] = {
 	{"status", CLUSTER_READ_ONLY, WHEN_NODE_SINCE, cluster_show_status,
-	 NULL, NULL, NULL},
+	 NULL, NULL, NULL, false},
 	{"exec", CLUSTER_COMMAND, WHEN_NODE_EXEC, NULL, "%s.stdout", NULL,
-	 model_exec},
+	 model_exec, true},
 	{"stdout", CLUSTER_READ_ONLY, WHEN_NODE_EXEC, NULL, "%s.stdout", NULL,
-	 NULL},
+	 NULL, true},
 	{"stderr", CLUSTER_READ_ONLY, WHEN_NODE_EXEC, NULL, "%s.stderr", NULL,
-	 NULL},
+	 NULL, true},
 	{"exit_status", CLUSTER_READ_ONLY, WHEN_NODE_EXEC,
-	 cluster_show_exit_status, NULL, NULL, NULL},
+	 cluster_show_exit_status, NULL, NULL, NULL, false},
 	{"info", CLUSTER_READ_ONLY, WHEN_CREATED, cluster_show_node_info, NULL,
-	 NULL, NULL},
+	 NULL, NULL, false},
 };
 
 #define CLUSTER_ATTRS (sizeof(cluster_attrs) / sizeof(*cluster_attrs))
@@ -376,6 +380,17 @@ int model_node_file_writable(const char *file)
 	const struct cluster_attr *a = cluster_attr_find(true, file);
 
 	return a && a->kind != CLUSTER_READ_ONLY;
+}
+
+unsigned model_cluster_file_mode(const char *node, const char *file)
+{
+	const struct cluster_attr *a = cluster_attr_find(node != NULL, file);
+	unsigned mode;
+
+	if (!a)
+		return 0;
+	mode = a->kind == CLUSTER_READ_ONLY ? 0444 : 0644;
+	return a->owner_only ? mode & 0700 : mode;
 }
 
 int model_cluster_file_is_command(const char *node, const char *file)

@@ -86,6 +86,8 @@ static void contract_add(enum contract_dir dir, const char *name,
 		.type = type,
 		.assumption = assumption,
 		.def = def,
+		.owner_only =
+			type == TYPE_ENVIRONMENT || role == CONTRACT_ROLE_ERROR,
 	};
 }
 

@@ -49,6 +49,10 @@ struct contract_field {
 	int type;	 /* validator, private to contract.c */
 	int assumption;	 /* index into assumption_fields, or -1 */
 	const char *def; /* default value ("" = none) */
+	/* For the mounting user only (no group or other bits): values that
+	 * may hold secrets (config/environment) and the error that may quote
+	 * them. */
+	bool owner_only;
 };
 
 /* The schema, in the order readdir lists it. Subfolders are entries of

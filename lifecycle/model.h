@@ -128,6 +128,9 @@ const char *model_cluster_file_name(size_t i);
 const char *model_node_file_name(size_t i);
 int model_cluster_file_writable(const char *file);
 int model_node_file_writable(const char *file);
+/* The permission bits of a cluster's file (node NULL) or a node's: 0644
+ * or 0444, without group and other bits for what commands printed. */
+unsigned model_cluster_file_mode(const char *node, const char *file);
 /* Whether writing the file runs a command inside the write (exec,
  * mpiexec: model_cluster_command); node NULL for the cluster's files. */
 int model_cluster_file_is_command(const char *node, const char *file);
