@@ -3,6 +3,8 @@
  * validation and normal form of the values written to it. */
 #include "lifecycle/contract.h"
 
+#include "lifecycle/text.h"
+
 #include "providers/provider.h"
 #include "resolver/assumption.h"
 
@@ -210,21 +212,24 @@ bool contract_name_valid(const char *name)
 	return true;
 }
 
-/* Quote a value for a message: at most 40 characters, controls as '?'. */
+/* Quote a value for a message: its first 40 bytes or so (never half a
+ * character), what is not printable UTF-8 as \xNN (lifecycle/text.h). */
+#define CONTRACT_QUOTE_MAX (40 * 4 + 8)
 static void contract_quote(const char *s, size_t n, char *out, size_t outlen)
 {
-	size_t shown = n > 40 ? 40 : n;
-	char body[41];
+	const unsigned char *u = (const unsigned char *)s;
+	char shown[40 * 4 + 1];
+	size_t cut = 0;
 
-	/* cppcheck follows only the n == 0 call (an empty value). */
-	// cppcheck-suppress knownConditionTrueFalse
-	for (size_t i = 0; i < shown; i++)
-		body[i] = isprint((unsigned char)s[i]) ? s[i] : '?';
-	body[shown] = '\0';
-	// cppcheck-suppress knownConditionTrueFalse
-	const char *more = n > shown ? "\xe2\x80\xa6" : "";
+	while (cut < n) {
+		size_t len = text_char_len(u + cut, n - cut);
 
-	snprintf(out, outlen, "\"%s%s\"", body, more);
+		if (cut + (len ? len : 1) > 40)
+			break;
+		cut += len ? len : 1;
+	}
+	text_escape_n(s, cut, shown, sizeof(shown));
+	snprintf(out, outlen, "\"%s%s\"", shown, n > cut ? "\xe2\x80\xa6" : "");
 }
 
 static bool contract_is_blank(char c)
@@ -305,7 +310,7 @@ int contract_cluster_name(const char *text, size_t len, char *out,
 {
 	const char *s = text;
 	size_t n = len;
-	char q[64];
+	char q[CONTRACT_QUOTE_MAX];
 
 	while (n && contract_is_blank(*s))
 		s++, n--;
@@ -362,7 +367,7 @@ static int contract_environment(const char *text, size_t len, char *out,
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
 		const char *eq;
-		char q[64];
+		char q[CONTRACT_QUOTE_MAX];
 
 		line++;
 		if (memchr(s, '\0', n)) {
@@ -438,7 +443,7 @@ int contract_normalise(const struct contract_field *f, const char *text,
 	static const char *const no[] = {"false", "no", "off", "0", NULL};
 	const char *s = text, *pick;
 	size_t n = len;
-	char q[64];
+	char q[CONTRACT_QUOTE_MAX];
 
 	if (f->type == TYPE_ENVIRONMENT)
 		return contract_environment(text, len, out, outlen, err,

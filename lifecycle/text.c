@@ -50,8 +50,13 @@ size_t text_char_len(const unsigned char *s, size_t n)
 
 void text_escape(const char *in, char *out, size_t outlen)
 {
+	text_escape_n(in, strlen(in), out, outlen);
+}
+
+void text_escape_n(const char *in, size_t n, char *out, size_t outlen)
+{
 	const unsigned char *s = (const unsigned char *)in;
-	size_t n = strlen(in), o = 0;
+	size_t o = 0;
 
 	if (outlen == 0)
 		return;

@@ -10,6 +10,8 @@
  * printable UTF-8. Never cuts an escape or a character in two; idempotent
  * (an escaped text is printable, so escaping it again changes nothing). */
 void text_escape(const char *in, char *out, size_t outlen);
+/* The same for the n bytes at in, NUL bytes included (as \x00). */
+void text_escape_n(const char *in, size_t n, char *out, size_t outlen);
 
 /* The length of the valid, printable UTF-8 character at s (n bytes
  * available), or 0 when the byte at s must be escaped. */

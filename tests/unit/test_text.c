@@ -38,5 +38,11 @@ int main(void)
 	expect("ab\xff", 7, "ab\\xff");
 	expect("a\xe2\x80\xa6", 4, "a");
 	expect("", 1, "");
+	{
+		char out[32];
+
+		text_escape_n("a\0b\xff", 4, out, sizeof(out));
+		CHECK(strcmp(out, "a\\x00b\\xff") == 0);
+	}
 	return check_summary("text");
 }
