@@ -280,7 +280,8 @@ static int model_remains_one(void *ctx, const struct statedir_remains *r)
 	const char *dir = x->o->opt->statedir;
 	char what[MODEL_ERR_MAX] = "", procs[MODEL_ERR_MAX] = "";
 
-	if (!r->node_dirs && !r->outputs && !r->keys && !r->nprocs)
+	if (!r->node_dirs && !r->outputs && !r->keys && !r->nprocs &&
+	    !r->hosts[0])
 		return 0; /* empty directories only */
 	if (x->m->store && store_cluster_known(x->m->store, r->handle) == 1)
 		return 0;
@@ -297,6 +298,9 @@ static int model_remains_one(void *ctx, const struct statedir_remains *r)
 			     "%s%d file%s of command output in %s/clusters/%s",
 			     what[0] ? ", " : "", r->outputs,
 			     r->outputs == 1 ? "" : "s", dir, r->handle);
+	if (r->hosts[0])
+		model_append(what, sizeof(what), "%sits hostfile names %s",
+			     what[0] ? ", " : "", r->hosts);
 	if (r->keys)
 		model_append(what, sizeof(what),
 			     "%s%d SSH key file%s of an EC2 cluster in %s/keys "

@@ -353,6 +353,31 @@ static int statedir_count(const char *dir, const char *sub)
 	return n;
 }
 
+/* The addresses of STATEDIR/clusters/HANDLE/hostfile (lines "ADDRESS
+ * slots=N"), but this machine's, into r->hosts. */
+static void statedir_hosts(const char *dir, struct statedir_remains *r)
+{
+	char path[PATH_MAX], line[512];
+	size_t n = 0;
+	FILE *f;
+
+	if (snprintf(path, sizeof(path), "%s/clusters/%s/hostfile", dir,
+		     r->handle) >= (int)sizeof(path))
+		return;
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f) && n < sizeof(r->hosts)) {
+		line[strcspn(line, " \t\r\n")] = '\0';
+		if (!line[0] || strcmp(line, "localhost") == 0 ||
+		    strcmp(line, "127.0.0.1") == 0)
+			continue;
+		n += (size_t)snprintf(r->hosts + n, sizeof(r->hosts) - n,
+				      "%s%s", n ? ", " : "", line);
+	}
+	fclose(f);
+}
+
 /* Each entry of dir/sub: nodes/HANDLE, clusters/HANDLE, keys/HANDLE-T. */
 static int statedir_scan(const char *dir, const char *sub,
 			 struct statedir_found *f)
@@ -396,10 +421,12 @@ static int statedir_scan(const char *dir, const char *sub,
 
 			snprintf(inner, sizeof(inner), "%s/%s", sub, name);
 			count = statedir_count(dir, inner);
-			if (strcmp(sub, "nodes") == 0)
+			if (strcmp(sub, "nodes") == 0) {
 				r->node_dirs += count > 0 ? count : 0;
-			else
+			} else {
 				r->outputs += count > 0 ? count : 0;
+				statedir_hosts(dir, r);
+			}
 		}
 	}
 	closedir(d);

@@ -54,6 +54,9 @@ struct statedir_remains {
 	int node_dirs; /* STATEDIR/nodes/HANDLE/X: local node directories */
 	int outputs;   /* files in STATEDIR/clusters/HANDLE/ (outputs) */
 	int keys;      /* STATEDIR/keys/HANDLE-TOKEN[.pub]: SSH key files */
+	/* The machines its hostfile (clusters/HANDLE/hostfile) names, but
+	 * this one: "a, b, c" ("" none). */
+	char hosts[256];
 	size_t nprocs; /* processes of its local nodes still running */
 	struct statedir_proc procs[STATEDIR_PROCS_MAX]; /* the first ones */
 };

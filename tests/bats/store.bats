@@ -287,3 +287,20 @@ damage_page() {
 	cclfs_mount
 	[ "$(values)" = "$after" ]
 }
+
+@test "a missing store beside what SSH and EC2 clusters left names their machines and keys" {
+	mkdir -p "$STATE/clusters/far1" "$STATE/keys"
+	chmod 700 "$STATE"
+	printf '192.0.2.10 slots=2\n192.0.2.11 slots=2\n' >"$STATE/clusters/far1/hostfile"
+	echo hello >"$STATE/clusters/far1/0.stdout"
+	touch "$STATE/keys/ec2.one-0badc0de" "$STATE/keys/ec2.one-0badc0de.pub"
+	mount_refused
+	[[ "$output" == *"cluster far1 is not in the state database, but $STATE holds what it left: 2 files of command output in $STATE/clusters/far1, its hostfile names 192.0.2.10, 192.0.2.11"* ]]
+	[[ "$output" == *"cluster ec2.one is not in the state database, but $STATE holds what it left: 2 SSH key files of an EC2 cluster in $STATE/keys (its instances are tagged cclfs-ec2.one-...)"* ]]
+	[[ "$output" == *"the remains of 2 clusters (above)"* ]]
+	cclfs_mount -o recover
+	grep -q "recover: 2 clusters above are not tracked by cclfs" "$TESTDIR/daemon.log"
+	# Reported, not touched.
+	[ -e "$STATE/keys/ec2.one-0badc0de" ]
+	[ "$(cat "$STATE/clusters/far1/0.stdout")" = hello ]
+}
