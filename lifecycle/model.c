@@ -10,6 +10,7 @@
 #include "lifecycle/resolution.h"
 #include "lifecycle/statedir.h"
 #include "lifecycle/store.h"
+#include "lifecycle/text.h"
 #include "providers/provider.h"
 #include "resolver/assumption.h"
 
@@ -869,12 +870,13 @@ int model_file_read(struct model *m, const char *contract, int field,
 static int model_fail_path(struct model *m, struct model_contract *c,
 			   const char *relpath, int rc, const char *why)
 {
-	char msg[MODEL_ERR_MAX], err[MODEL_ERR_MAX];
+	char raw[MODEL_ERR_MAX], msg[MODEL_ERR_MAX], err[MODEL_ERR_MAX];
 	int64_t now = model_now();
 	char *copy;
 
-	snprintf(msg, sizeof(msg), "contracts/%s%s%s: %s", c->name,
+	snprintf(raw, sizeof(raw), "contracts/%s%s%s: %s", c->name,
 		 *relpath ? "/" : "", relpath, why);
+	text_escape(raw, msg, sizeof(msg));
 	/* The error file tells why even when the store cannot keep it (a
 	 * full disk, a read-only store): then it lasts until the next
 	 * success or unmount. */

@@ -117,6 +117,13 @@ refused() {
 	[[ "$output" == *"Invalid argument"* ]]
 	grep -qF 'resum\xe9' "$MNT/clusters/h/error"
 	grep -qF 'resum\xe9' "$MNT/clusters/h/log"
+	# contracts quote values and names the same way
+	run_shell "printf 'two\\xff\\x01\\n' > contracts/c/node_count"
+	[ "$status" -eq 1 ]
+	grep -qF '"two\xff\x01"' "$MNT/contracts/c/error"
+	run_shell "touch \$'contracts/c/n\\xfe'"
+	[ "$status" -eq 1 ]
+	grep -qF 'contracts/c/n\xfe: ' "$MNT/contracts/c/error"
 	# no raw byte above 0x7e that is not UTF-8, nor a control, anywhere
 	run bash -c "iconv -f UTF-8 -t UTF-8 '$MNT/clusters/h/log' >/dev/null"
 	[ "$status" -eq 0 ]
