@@ -26,7 +26,7 @@ accelerator processor_manufacturer processor_microarchitecture processor
 storage_type storage_size network_performance"
 
 CONFIG="user sshflags tunneled exename exeflags directory threadlevel mpiflags
-imageid subnet_id placement_group security_group_id resolve_policy keyfile"
+imageid subnet_id placement_group security_group_id resolve_policy keyfile environment"
 
 # The sorted names of words given (one per line), byte order.
 sorted() {
@@ -115,7 +115,7 @@ expect_refused() {
 	expect_eq "$(listing "$MNT/contracts")" "c1" "contracts/"
 	[ "$(ls "$C" | wc -l)" -eq 30 ]
 	[ "$(ls "$C/manager" | wc -l)" -eq 18 ]
-	[ "$(ls "$C/config" | wc -l)" -eq 14 ]
+	[ "$(ls "$C/config" | wc -l)" -eq 15 ]
 	for d in manager worker config clusters; do
 		[ -d "$C/$d" ]
 	done

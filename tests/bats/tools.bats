@@ -146,9 +146,11 @@ teardown() {
 			[[ "$attrs" == *"standard::content-type=text/plain"* || "$size" = 0 ]]
 		fi
 	done <<<"$output"
-	# Modes as the file manager sees them (0100444 and 0100644).
-	line=$(printf '%s\n' "$output" | grep -P '^error\t')
+	# Modes as the file manager sees them (0100444, 0100400 and 0100644).
+	line=$(printf '%s\n' "$output" | grep -P '^resolution\t')
 	[[ "$line" == *"unix::mode=33060"* ]]
+	line=$(printf '%s\n' "$output" | grep -P '^error\t')
+	[[ "$line" == *"unix::mode=33024"* ]]
 	line=$(printf '%s\n' "$output" | grep -P '^node_memory_size\t12\t')
 	[[ "$line" == *"unix::mode=33188"* ]]
 }
@@ -163,12 +165,12 @@ teardown() {
 	run grep -rl atleast "$MNT/contracts"
 	[ "$output" = "$MNT/contracts/c1/node_memory_size" ]
 	# 26 files and 4 folders in a contract, 18 in manager/ and worker/,
-	# 14 in config/.
-	[ "$(find "$C" -type f | wc -l)" = $((26 + 18 + 18 + 14)) ]
+	# 15 in config/.
+	[ "$(find "$C" -type f | wc -l)" = $((26 + 18 + 18 + 15)) ]
 	[ "$(find "$C" -mindepth 1 -type d | wc -l)" = 4 ]
 	[ "$(find "$MNT" -name node_count)" = "$C/node_count" ]
 	[ "$(stat -c '%F %a %s' "$C/node_memory_size")" = "regular file 644 12" ]
-	[ -f "$C/error" ] && [ "$(stat -c '%a' "$C/error")" = 444 ]
+	[ -f "$C/error" ] && [ "$(stat -c '%a' "$C/error")" = 400 ]
 	[ "$(stat -c '%F %a' "$C/manager")" = "directory 755" ]
 	[ "$(stat -c '%U' "$C/node_count")" = "$(id -un)" ]
 }
@@ -181,7 +183,7 @@ teardown() {
 	diff -r "$C" "$TESTDIR/copy"
 	[ "$(cat "$TESTDIR/copy/node_memory_size")" = "atleast 16G" ]
 	[ "$(cat "$TESTDIR/copy/config/user")" = ubuntu ]
-	[ "$(find "$TESTDIR/copy" -type f | wc -l)" = 76 ]
+	[ "$(find "$TESTDIR/copy" -type f | wc -l)" = 77 ]
 }
 
 @test "eight concurrent shell loops leave a consistent tree; last write wins" {
