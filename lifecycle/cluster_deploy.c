@@ -242,6 +242,7 @@ int cluster_deploy(struct model *m, const struct cluster_request *req,
 	struct cluster *c;
 	int64_t now = model_now();
 	size_t roles = mw ? 2 : 1;
+	int rc;
 
 	for (size_t r = 0; r < roles; r++) {
 		const char *role = mw ? (r ? "worker" : "manager") : "node";
@@ -338,27 +339,24 @@ int cluster_deploy(struct model *m, const struct cluster_request *req,
 		n->exit_status = -1;
 		c->price += price[r];
 	}
-	/* The intent is durable before anything is created. */
-	if (store_begin(m->store, err, sizeof(err)) ||
-	    cluster_store(m, c, err, sizeof(err))) {
-		store_rollback(m->store);
-		cluster_free(c);
-		snprintf(why, whylen, "%s", err);
-		return -EIO;
+	/* The intent is durable before anything is created; a store that
+	 * cannot keep it gives its errno (ENOSPC, EROFS) to the deploy. */
+	rc = store_begin(m->store, err, sizeof(err));
+	if (!rc)
+		rc = cluster_store(m, c, err, sizeof(err));
+	for (size_t i = 0; !rc && i < c->nnodes; i++)
+		rc = cluster_store_node(m, &c->nodes[i], err, sizeof(err));
+	if (!rc)
+		rc = store_commit(m->store, err, sizeof(err));
+	if (!rc && cluster_insert(m, c)) {
+		snprintf(err, sizeof(err), "out of memory");
+		rc = -ENOMEM;
 	}
-	for (size_t i = 0; i < c->nnodes; i++) {
-		if (cluster_store_node(m, &c->nodes[i], err, sizeof(err))) {
-			store_rollback(m->store);
-			cluster_free(c);
-			snprintf(why, whylen, "%s", err);
-			return -EIO;
-		}
-	}
-	if (store_commit(m->store, err, sizeof(err)) || cluster_insert(m, c)) {
+	if (rc) {
 		store_rollback(m->store);
 		cluster_free(c);
 		snprintf(why, whylen, "could not record the cluster: %s", err);
-		return -EIO;
+		return rc < 0 ? rc : -EIO;
 	}
 	m->clusters_ns = now;
 	{
@@ -459,8 +457,9 @@ int model_cluster_remove(struct model *m, const char *handle)
 				  "a command written to exec or mpiexec before "
 				  "the terminate has not ended yet; remove the "
 				  "cluster once it has");
-	} else if (store_cluster_remove(m->store, handle, err, sizeof(err))) {
-		rc = cluster_fail(m, c, "", -EIO, err);
+	} else if ((rc = store_cluster_remove(m->store, handle, err,
+					      sizeof(err)))) {
+		rc = cluster_fail(m, c, "", rc < 0 ? rc : -EIO, err);
 	} else {
 		size_t i = 0;
 

@@ -156,7 +156,7 @@ refused() {
 	expect_eq "$output" mine "output after resume"
 }
 
-@test "a full disk: a cluster's state write is ENOSPC with a sentence; after space is freed it works and nothing is lost" {
+@test "a full disk: a state write, a command and a deploy are ENOSPC with a sentence; after space is freed they work and nothing is lost" {
 	cclfs_unmount
 	TMPFS=$TESTDIR/small
 	mkdir "$TMPFS"
@@ -176,6 +176,16 @@ refused() {
 		false
 	}
 	expect_eq "$(cat "$MNT/clusters/h/state")" running "state on a full disk"
+	# a command whose outputs have no room, and a deploy that cannot be
+	# recorded: the same errno, nothing run, nothing made
+	run_shell "echo 'touch ran' > clusters/h/nodes/0/exec"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"No space left on device"* ]]
+	[ ! -e "$STATE/nodes/h/0/ran" ]
+	run_shell 'echo h2 > contracts/c/deploy'
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"No space left on device"* ]]
+	[ ! -e "$MNT/clusters/h2" ]
 	# space again: the same write works, and everything is still there
 	rm -f "$TMPFS/filler"
 	echo interrupted >"$MNT/clusters/h/state"
