@@ -734,11 +734,25 @@ static int remote_path(const struct provider_node *node, const char *path,
 		return rc_;                                                    \
 	} while (0)
 
+/* files/ itself is the mounting user's only, whatever the node's directory
+ * allows: the SFTP server follows symbolic links anywhere in a path with
+ * the login's rights, which with allow_other must not become another
+ * local user's (a local node's files/ is contained by openat2 instead). */
+static int remote_files_root_private(int rc, const char *path, struct stat *st)
+{
+	if (rc == 0 && *path == '\0')
+		st->st_mode &= ~(mode_t)(S_IRWXG | S_IRWXO);
+	return rc;
+}
+
 static int remote_files_getattr(struct provider *p,
 				const struct provider_node *node,
 				const char *path, struct stat *st)
 {
-	REMOTE_FILE_CALL(p, node, path, ssh_sftp_stat(nd_->conn, full_, st));
+	REMOTE_FILE_CALL(
+		p, node, path,
+		remote_files_root_private(ssh_sftp_stat(nd_->conn, full_, st),
+					  path, st));
 }
 
 static int remote_files_readdir(

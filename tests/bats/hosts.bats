@@ -113,10 +113,15 @@ marked() {
 	[ ! -e /root/.cclfs/x ]
 }
 
-@test "files/ is the node's working directory over SFTP" {
+@test "files/ is the node's working directory over SFTP, the mounting user's only" {
 	hosts_setup 2
 	cd "$MNT"
 	deploy c x 2
+	# files/ itself is the mounting user's only, even when a command
+	# opens the node's directory (the SFTP server follows links anywhere)
+	echo 'chmod 755 .' >clusters/x/nodes/1/exec
+	[ "$(stat -c %a /root/.cclfs/x/1)" = 755 ]
+	[ "$(stat -c %a clusters/x/nodes/1/files)" = 700 ]
 	mkdir -p "$TESTDIR/data/sub"
 	seq 1 200000 >"$TESTDIR/data/big.txt"
 	head -c 3000000 /dev/urandom >"$TESTDIR/data/sub/blob"
