@@ -41,14 +41,14 @@ enum contract_role {
 };
 
 struct contract_field {
-	enum contract_dir dir;
 	const char *name; /* file name */
 	const char *path; /* path inside the contract: "manager/storage_size" */
+	const char *def;  /* default value ("" = none) */
+	enum contract_dir dir;
 	enum contract_file file;
 	enum contract_role role;
-	int type;	 /* validator, private to contract.c */
-	int assumption;	 /* index into assumption_fields, or -1 */
-	const char *def; /* default value ("" = none) */
+	int type;	/* validator, private to contract.c */
+	int assumption; /* index into assumption_fields, or -1 */
 	/* For the mounting user only (no group or other bits): values that
 	 * may hold secrets (config/environment) and the error that may quote
 	 * them. */
