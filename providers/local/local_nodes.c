@@ -623,11 +623,15 @@ static int local_signal_entry(const char *entry, const char *name, int sig,
 		}
 		/* Two clean passes in a row: a child in the middle of its
 		 * exec shows an empty environment for a moment, and one pass
-		 * can miss it. */
-		clean = sig == SIGSTOP && s.signalled == 0 ? clean + 1 : 0;
-		if (clean == 2 || (clean && s.found == 0))
+		 * can miss it (for SIGKILL too: the child of a shell killed
+		 * while it forked would outlive the node's end). */
+		if (sig == SIGSTOP)
+			clean = s.signalled == 0 ? clean + 1 : 0;
+		else if (sig == SIGKILL)
+			clean = s.found == 0 ? clean + 1 : 0;
+		if (sig == SIGSTOP && (clean == 2 || (clean && s.found == 0)))
 			return 0;
-		if (sig == SIGKILL && s.found == 0)
+		if (sig == SIGKILL && clean == 2)
 			return 0;
 		/* SIGCONT acts at once; a second pass catches processes a
 		 * continued one forked while we scanned. */
