@@ -27,7 +27,8 @@ static const char *config_section_of(const char *section, bool *item)
 		const char *own = provider_registry[i]->section;
 
 		if (own && strlen(own) == dot &&
-		    strncmp(own, section, dot) == 0)
+		    strncmp(own, section, dot) == 0 &&
+		    (!*item || provider_registry[i]->has_items))
 			return own;
 	}
 	return NULL;
@@ -41,11 +42,15 @@ static void config_known(char *out, size_t len)
 	for (size_t i = 0; provider_registry[i] && o < len; i++) {
 		const char *own = provider_registry[i]->section;
 
-		if (own)
+		if (own && provider_registry[i]->has_items)
 			o += (size_t)snprintf(
 				out + o, len - o, "%s[%s], [%s.NAME]",
 				provider_registry[i + 1] ? ", " : " and ", own,
 				own);
+		else if (own)
+			o += (size_t)snprintf(
+				out + o, len - o, "%s[%s]",
+				provider_registry[i + 1] ? ", " : " and ", own);
 	}
 }
 

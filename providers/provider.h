@@ -5,6 +5,7 @@
 #define CCLFS_PROVIDERS_PROVIDER_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -266,6 +267,9 @@ struct provider_entry {
 	const char *name;	   /* node_provider, catalog/NAME, the store */
 	const char *platform_type; /* its type in the hierarchy */
 	const char *section;	   /* its cclfs.conf section, or NULL */
+	/* [SECTION.NAME] sections are items of it (the hosts' machines);
+	 * without, such a section is an error of cclfs.conf. */
+	bool has_items;
 	/* The contract's config/ files the provider reads at deploy (one
 	 * word each), NULL-terminated; handed to it in node options. */
 	const char *const *config_keys;

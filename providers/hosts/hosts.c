@@ -452,6 +452,7 @@ const struct provider_entry provider_hosts = {
 	.name = "hosts",
 	.platform_type = "OnPremises",
 	.section = "hosts",
+	.has_items = true,
 	.open = hosts_open,
 	.types = hosts_types,
 };

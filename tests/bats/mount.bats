@@ -111,6 +111,11 @@ teardown() {
 	run "$CCLFS_BIN" "$MNT" -o statedir="$STATE",config="$TESTDIR/bad.conf"
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"bad.conf:4: unknown section [bogus]"* ]]
+	# items are sections of the hosts provider only
+	printf '[ec2]\nregion = "eu-west-1"\n[ec2.extra]\nregion = "x"\n' >"$TESTDIR/bad.conf"
+	run "$CCLFS_BIN" "$MNT" -o statedir="$STATE",config="$TESTDIR/bad.conf"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"bad.conf:4: unknown section [ec2.extra]; cclfs knows [defaults], [local], [hosts], [hosts.NAME] and [ec2]"* ]]
 
 	printf '[defaults]\nresolve_policy = "random"\n' >"$TESTDIR/bad.conf"
 	CCLFS_CONFIG=$TESTDIR/bad.conf run "$CCLFS_BIN" "$MNT" -o statedir="$STATE"

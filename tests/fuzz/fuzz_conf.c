@@ -99,7 +99,7 @@ static long line_count(const uint8_t *data, size_t n)
 }
 
 /* A section config.c may accept: [defaults], a provider's, or one item
- * of a provider's ([hosts.NAME]) with a valid name. */
+ * of a provider that has items ([hosts.NAME]) with a valid name. */
 static void check_section(const char *section)
 {
 	if (strcmp(section, "defaults") == 0)
@@ -115,6 +115,7 @@ static void check_section(const char *section)
 			return;
 		if (section[n] != '.')
 			continue;
+		CHECK(provider_registry[i]->has_items);
 		name = section + n + 1;
 		CHECK(strlen(name) >= 1 && strlen(name) <= CONTRACT_NAME_MAX);
 		CHECK(strspn(name, NAME_CHARS) == strlen(name));
