@@ -89,6 +89,59 @@ struct provider_result {
 
 struct cancel;
 
+/*
+ * A catalog refresh (provider_ops.catalog_refresh): one instance type as the
+ * provider's API describes it today. Type-valued features carry the
+ * platform-type hierarchy's names where the provider knows the mapping
+ * (accelerator "NVIDIA_H100", processor "AWSGraviton3", storage_type
+ * "StorageType_EC2_NVMeSSD"), else the API's own word, which the catalog
+ * places under the manufacturer's parent (or the generic one) and reports;
+ * NULL or "" = unknown. Quantities: NAN = unknown; bytes are binary (GiB =
+ * 2^30), network in bits/s.
+ */
+struct provider_catalog_type {
+	const char *name;	  /* "p5.48xlarge" */
+	const char *architecture; /* "x86_64" | "arm64" */
+	double vcpus, memory_bytes;
+	double accelerator_count;	 /* whole devices (1 for a partition) */
+	double accelerator_memory_bytes; /* per device (or partition) */
+	const char *accelerator;	 /* "NVIDIA_H100", or the API's "GB300" */
+	const char *accelerator_manufacturer; /* "NVIDIA", "AWS", "AMD", ... */
+	const char *accelerator_type;	      /* "GPU", "NPU", "FPGA", "XPU" */
+	const char *accelerator_architecture; /* "Hopper", "NeuronCore_v2" */
+	const char *processor_manufacturer;   /* "Intel", "AMD", "AWS" */
+	const char *processor;		      /* "AWSGraviton3" */
+	const char *storage_type;	      /* "StorageType_EC2_EBSOnly" ... */
+	double storage_bytes;
+	double network_bits_per_s;
+	bool network_up_to; /* network_bits_per_s is an "up to" ceiling */
+};
+
+/* One (type, region) offer. price/spot are USD per hour of the region's
+ * Linux on-demand (shared tenancy) and latest spot price; NAN = not known
+ * (a price the refresh could not obtain keeps the one the catalog had). */
+struct provider_catalog_offer {
+	const char *type;   /* a name handed to sink->type before */
+	const char *region; /* "eu-west-1" */
+	double price, spot;
+	const char *zones; /* space-separated zone names, "" = unknown */
+};
+
+struct provider_catalog_sink {
+	void *ctx;
+	/* 0 to go on, -errno to stop the refresh (it then fails). */
+	int (*type)(void *ctx, const struct provider_catalog_type *t);
+	int (*offer)(void *ctx, const struct provider_catalog_offer *o);
+	/* Regions done of the regions to do, as the refresh goes (may be
+	 * called from any of the refresh's threads, never at once). */
+	void (*progress)(void *ctx, size_t done, size_t total);
+	/* One plain sentence for the refresh's summary: a correction of a
+	 * known API mistake, part of the data that could not be obtained
+	 * ("on-demand prices: pricing.GetProducts: AccessDenied: ...; the
+	 * catalog's prices are kept"). */
+	void (*note)(void *ctx, const char *sentence);
+};
+
 struct provider_batch {
 	struct provider_node *nodes; /* of one cluster; updated in place */
 	size_t n;
@@ -213,6 +266,17 @@ struct provider_ops {
 		      void (*report)(void *ctx, const char *sentence),
 		      void *ctx, struct cancel *cancel, char *err,
 		      size_t errlen);
+	/* May be NULL (the provider has no catalog of its own to refresh).
+	 * Ask the provider's API, with the user's credentials, what it
+	 * offers today, everywhere the account can use, and hand every type
+	 * and then every offer to sink (see provider_catalog_sink). Runs in
+	 * a background job: every wait checks cancel (-ECANCELED within
+	 * 250 ms). 0, or -errno with err (one sentence) when the refresh
+	 * failed as a whole (the catalog then stays as it was). */
+	int (*catalog_refresh)(struct provider *p,
+			       const struct provider_catalog_sink *sink,
+			       struct cancel *cancel, char *err,
+			       size_t errlen);
 	void (*close)(struct provider *p);
 };
 
@@ -282,6 +346,13 @@ struct provider_entry {
 	 * only the compiled-in catalog's. 0, or -1 with err. */
 	int (*types)(const struct config *conf, struct provider_type **out,
 		     size_t *n, char *err, size_t errlen);
+	/* May be NULL. The region the user configured for this provider as
+	 * its own tools find it (ec2: AWS_REGION, AWS_DEFAULT_REGION, the
+	 * profile's region, [ec2] region; gcp: [gcp] region), written to buf:
+	 * 1; 0 when none is configured (resolution then considers every
+	 * region). Never fails, never touches a network. */
+	int (*default_region)(const struct config *conf, char *buf,
+			      size_t len);
 };
 
 /* Every provider, NULL-terminated, and one by name (NULL: none). */
