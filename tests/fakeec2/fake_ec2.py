@@ -7,6 +7,18 @@
 
     fake_ec2.py --dir DIR [--port 0] [--region us-east-1]
                 [--credentials AKID:SECRET[:SESSIONTOKEN]]... [--net 127.0.2] [--first 10]
+                [--delay-ms N] [--regions N] [--fail-pricing CODE] [--hang ACTION]...
+
+The catalog options (each also read from the environment variable in brackets):
+    --delay-ms N         every signed call waits N ms before it is answered
+                         [FAKE_EC2_DELAY_MS]
+    --regions N          only the first N regions are enabled (see fake_catalog.py for
+                         the order and the fixture's rules) [FAKE_EC2_REGIONS]
+    --fail-pricing CODE  every GetProducts is answered HTTP 400 with that error, e.g.
+                         AccessDeniedException [FAKE_EC2_FAIL_PRICING]
+    --hang ACTION        every call of ACTION (DescribeRegions, GetProducts...) is held
+                         for an hour, as a call that never answers (repeatable)
+                         [FAKE_EC2_HANG: space-separated actions]
 
 Listens on 127.0.0.1:PORT; once listening, DIR/port holds the port and DIR/pid the pid.
 DIR/requests.log gets one line per request, "ACTION HTTPSTATUS CODE-or-OK". SIGTERM or
@@ -14,7 +26,19 @@ SIGINT: every sshd it started is killed, then it exits 0.
 
 EC2 actions (POST /, form body, SigV4-signed): ImportKeyPair, DeleteKeyPair,
 DescribeKeyPairs, CreatePlacementGroup, DeletePlacementGroup, DescribePlacementGroups,
-RunInstances, DescribeInstances, StopInstances, StartInstances, TerminateInstances.
+RunInstances, DescribeInstances, StopInstances, StartInstances, TerminateInstances, and
+for the catalog DescribeRegions, DescribeInstanceTypes, DescribeInstanceTypeOfferings
+(location types region and availability-zone) and DescribeSpotPriceHistory, paginated
+with MaxResults and NextToken (small default pages, the real API's maxima).
+
+Regions: an EC2 call is answered for the region of its signature's scope (any region of
+catalog/data/regions.csv, or --region): instances, key pairs and placement groups are
+each region's own; a region that is not enabled (--regions) answers OptInRequired.
+
+The AWS Price List Query API on the same port: a POST with X-Amz-Target
+AWSPriceListService.GetProducts (JSON 1.1, SigV4 for service "pricing" in us-east-1),
+ServiceCode AmazonEC2, TERM_MATCH filters, PriceList of JSON strings, NextToken paging
+(MaxResults 1..100, default 20).
 
 Control endpoint (same port, not signed):
     POST   /_fake/faults       JSON list of {"action", "code", "status", "message",
@@ -23,8 +47,11 @@ Control endpoint (same port, not signed):
     DELETE /_fake/faults       clears them
     POST   /_fake/settings     JSON {"latency_ms", "pending_polls", "stopping_polls",
                                "page_size", "ssh_silent"}
-    GET    /_fake/state        JSON: instances, key pairs, placement groups, call counts,
-                               launches per client token
+    GET    /_fake/state        JSON: instances, key pairs, placement groups, call counts
+                               (also per action and region: "calls_by_region"),
+                               launches per client token, and "catalog": the enabled
+                               regions, the items each paginated call has per region
+                               ("items") and the page maxima ("page_max")
     POST   /_fake/reset-calls  zeroes the call counts
 
 Instance k's sshd listens on NET.K:22 (a free slot K from --first up), accepting the
@@ -69,6 +96,8 @@ from botocore.awsrequest import AWSRequest
 from botocore.compat import HTTPHeaders
 from botocore.credentials import Credentials
 
+import fake_catalog
+
 API_VERSION = '2016-11-15'
 XMLNS = 'http://ec2.amazonaws.com/doc/2016-11-15/'
 XML_DECL = '<?xml version="1.0" encoding="UTF-8"?>\n'
@@ -93,7 +122,17 @@ FAULT_DEFAULTS = {
         500, 'We currently do not have sufficient capacity in the Availability Zone you '
              'requested. Our system will be working on provisioning additional capacity.'),
     'UnauthorizedOperation': (403, 'You are not authorized to perform this operation.'),
+    'AccessDeniedException': (400, 'User: arn:aws:iam::123456789012:user/cclfs is not '
+                                   'authorized to perform: pricing:GetProducts'),
+    'ThrottlingException': (400, 'Rate exceeded'),
 }
+PRICING_TARGET = 'AWSPriceListService.'
+PRICING_REGION = 'us-east-1'
+# Default and largest page of each paginated call (the defaults small, so that a client
+# without MaxResults pages; the maxima the real API's).
+PAGES = {'DescribeInstanceTypes': (20, 100), 'DescribeInstanceTypeOfferings': (200, 1000),
+         'DescribeSpotPriceHistory': (200, 1000), 'GetProducts': (20, 100)}
+HANG_MS = 3600 * 1000
 
 PUBKEY_TYPES = ('ssh-ed25519', 'ssh-rsa', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nistp384',
                 'ecdsa-sha2-nistp521')
@@ -271,6 +310,7 @@ class Instance:
         self.generation = 0      # bumped by every stop/terminate: stale launches give up
         self.ops_lock = threading.Lock()  # one sshd operation at a time
         self.state_reason = None
+        self.region = None       # where it was launched (its RunInstances' scope)
 
 
 class SilentPort:
@@ -411,17 +451,53 @@ class FakeEC2:
         self.by_id = {}
         self.reservations = {}       # id -> [instance ids]
         self.tokens = {}             # client token -> {'params', 'reservation', 'launches'}
-        self.key_pairs = {}          # name -> dict (insertion order)
-        self.groups = {}             # name -> dict
+        self.key_pairs_of = {}       # region -> {name -> dict} (insertion order)
+        self.groups_of = {}          # region -> {name -> dict}
         self.calls = {}
+        self.calls_by_region = {}    # action -> {scope region: count}
         self.faults = []
-        self.settings = {'latency_ms': 0, 'pending_polls': 1, 'stopping_polls': 1,
+        self.settings = {'latency_ms': args.delay_ms, 'pending_polls': 1, 'stopping_polls': 1,
                          'page_size': None, 'ssh_silent': 0}
+        # The catalog is built at its first use (the suites that never ask for it do not
+        # pay for it); the regions are known from the start.
+        self.catalog_regions = fake_catalog.read_regions()
+        self.catalog_enabled = self.catalog_regions[:args.regions or None]
+        self._catalog = None
+        self.catalog_lock = threading.Lock()
+        self.known_regions = set(self.catalog_regions) | {self.region}
+        self.enabled_regions = set(self.catalog_enabled) | {self.region}
+        self.tls = threading.local()  # the region of the request being answered
+        if args.fail_pricing:
+            self.faults.append(Fault({'action': 'GetProducts', 'code': args.fail_pricing,
+                                      'status': 400, 'count': -1}))
+        for action in args.hang or []:
+            self.faults.append(Fault({'action': action, 'delay_ms': HANG_MS, 'count': -1}))
         self.shutting_down = False
         self.launch_sem = threading.Semaphore(MAX_CONCURRENT_LAUNCHES)
         self.jobs = set()            # sshd threads in flight
         self.log_lock = threading.Lock()
         self.log = open(os.path.join(self.dir, 'requests.log'), 'a', buffering=1)
+
+    # ------------------------------------------------------------ regions
+
+    @property
+    def catalog(self):
+        with self.catalog_lock:
+            if self._catalog is None:
+                self._catalog = fake_catalog.Catalog(enabled=len(self.catalog_enabled))
+            return self._catalog
+
+    def cur_region(self):
+        """The region of the request being answered (its signature's scope)."""
+        return getattr(self.tls, 'region', None) or self.region
+
+    @property
+    def key_pairs(self):
+        return self.key_pairs_of.setdefault(self.cur_region(), {})
+
+    @property
+    def groups(self):
+        return self.groups_of.setdefault(self.cur_region(), {})
 
     # ------------------------------------------------------------ sshd test hosts
 
@@ -655,11 +731,18 @@ class FakeEC2:
         with self.lock:
             self.calls[action] = self.calls.get(action, 0) + 1
 
+    def count_region(self, action, region):
+        with self.lock:
+            per = self.calls_by_region.setdefault(action, {})
+            per[region] = per.get(region, 0) + 1
+
     def write_log(self, action, status, code):
         with self.log_lock:
             self.log.write('%s %d %s\n' % (action or '-', status, code or 'OK'))
 
-    def check_signature(self, handler, host, body):
+    def check_signature(self, handler, host, body, want='ec2'):
+        """Verify the request's SigV4 signature for service WANT; returns the region of its
+        scope (any region the fake knows for ec2, us-east-1 for pricing)."""
         h = handler.headers
         auths = h.get_all('Authorization') or []
         if not auths:
@@ -678,14 +761,16 @@ class FakeEC2:
             raise ApiError(401, 'AuthFailure',
                            'AWS was not able to validate the provided access credentials')
         secret, token = self.credentials[akid]
-        if region != self.region:
+        if region not in (self.known_regions if want == 'ec2' else (PRICING_REGION,)):
             raise ApiError(403, 'SignatureDoesNotMatch',
-                           "Credential should be scoped to a valid region: this endpoint is "
-                           "'%s', not '%s'." % (self.region, region))
-        if service != 'ec2':
+                           "Credential should be scoped to a valid region: this endpoint "
+                           "serves %s, not '%s'."
+                           % ("the regions of regions.csv and '%s'" % self.region
+                              if want == 'ec2' else "'%s'" % PRICING_REGION, region))
+        if service != want:
             raise ApiError(403, 'SignatureDoesNotMatch',
-                           "Credential should be scoped to correct service: 'ec2', not '%s'."
-                           % service)
+                           "Credential should be scoped to correct service: '%s', not '%s'."
+                           % (want, service))
         if terminator != 'aws4_request':
             raise ApiError(403, 'SignatureDoesNotMatch',
                            "Credential should be scoped with a valid terminator: "
@@ -748,7 +833,7 @@ class FakeEC2:
             for value in h.get_all(name):
                 request.headers[name] = value
         request.context['timestamp'] = amz_date
-        signer = ReceivedHeadersSigV4(Credentials(akid, secret, token), 'ec2', self.region)
+        signer = ReceivedHeadersSigV4(Credentials(akid, secret, token), want, region)
         canonical = signer.canonical_request(request)
         expected = signer.signature(signer.string_to_sign(request, canonical), request)
         if not hmac.compare_digest(expected, fields['Signature'].lower()):
@@ -756,6 +841,7 @@ class FakeEC2:
                            'The request signature we calculated does not match the signature '
                            'you provided. Check your AWS Secret Access Key and signing method. '
                            'Consult the service documentation for details.')
+        return region
 
     def take_fault(self, action):
         with self.lock:
@@ -772,11 +858,264 @@ class FakeEC2:
                 chosen.remaining -= 1
             return chosen
 
+    def apply_fault(self, action):
+        """The fault for this call, if any, carried out up to the action: (fault, None), or
+        (fault, HTML page) for a proxy's answer; raises its ApiError."""
+        fault = self.take_fault(action)
+        if fault is None:
+            return None, None
+        if fault.delay_ms > 0 and not fault.delay_after:
+            time.sleep(fault.delay_ms / 1000.0)
+        if fault.code == '':
+            # What a proxy in front of the endpoint might answer.
+            page = ('<html><head><title>%d</title></head><body><h1>%d</h1>'
+                    '<p>%s</p></body></html>\n' % (fault.status, fault.status, fault.message))
+            return fault, page.encode('utf-8')
+        if fault.code is not None:
+            raise ApiError(fault.status, fault.code, fault.message)
+        return fault, None
+
+    def handle_pricing(self, handler, host, body):
+        """One Price List Query API request (JSON 1.1); returns (action, status,
+        code-or-None, JSON body)."""
+        target = handler.headers.get('X-Amz-Target') or ''
+        action = target[len(PRICING_TARGET):] if target.startswith(PRICING_TARGET) else target
+        self.tls.region = None
+        try:
+            if handler.command != 'POST' or urllib.parse.urlsplit(handler.path).path != '/':
+                raise ApiError(400, 'SerializationException', 'POST / only')
+            ctype = (handler.headers.get('Content-Type') or '').split(';')[0].strip().lower()
+            if ctype != 'application/x-amz-json-1.1':
+                raise ApiError(400, 'SerializationException',
+                               "Content-Type must be application/x-amz-json-1.1, not '%s'"
+                               % ctype)
+            self.count_call(action)
+            region = self.check_signature(handler, host, body, want='pricing')
+            self.count_region(action, region)
+            latency = self.settings['latency_ms']
+            if latency:
+                time.sleep(latency / 1000.0)
+            if action != 'GetProducts' or not target.startswith(PRICING_TARGET):
+                raise ApiError(400, 'UnknownOperationException',
+                               'Unknown operation %s' % target)
+            try:
+                req = json.loads(body.decode('utf-8'))
+            except (UnicodeDecodeError, ValueError):
+                raise ApiError(400, 'SerializationException', 'The body is not JSON') from None
+            if not isinstance(req, dict):
+                raise ApiError(400, 'SerializationException', 'The body is not a JSON object')
+            fault, _ = self.apply_fault(action)
+            out = self.get_products(req)
+            if fault is not None and fault.delay_after:
+                time.sleep(fault.delay_ms / 1000.0)
+            return action, 200, None, json.dumps(out).encode('utf-8')
+        except ApiError as e:
+            return action or None, e.status, e.code, json.dumps(
+                {'__type': e.code, 'Message': e.message}).encode('utf-8')
+
+    # ------------------------------------------------------------ the catalog
+
+    def catalog_state(self):
+        c = self.catalog
+        items = {'DescribeInstanceTypes': len(c.type_names)}
+        for r in c.enabled:
+            n_products = sum(1 for t, _ in c.offers[r] if (t, r) in c.prices)
+            for action, n in (('DescribeInstanceTypeOfferings:region', len(c.offers[r])),
+                              ('DescribeInstanceTypeOfferings:availability-zone',
+                               len(c.zone_offerings(r))),
+                              ('DescribeSpotPriceHistory:Linux/UNIX',
+                               sum(1 for e in c.spot[r] if e[2] == 'Linux/UNIX')),
+                              ('GetProducts:Linux', n_products)):
+                items.setdefault(action, {})[r] = n
+        return {'regions': list(c.regions), 'enabled': list(c.enabled),
+                'factor': dict(c.factor), 'items': items,
+                'page_max': {a: v[1] for a, v in PAGES.items()},
+                'page_default': {a: v[0] for a, v in PAGES.items()}}
+
+    def paginate(self, action, key, items, max_results, token):
+        """(page, next token or None) of ITEMS for a query whose parameters KEY names."""
+        default, _ = PAGES[action]
+        n = default if max_results is None else max_results
+        offset = 0
+        if token:
+            try:
+                t = json.loads(base64.urlsafe_b64decode(token.encode('ascii')))
+                offset, tkey = int(t['o']), t['k']
+            except (ValueError, KeyError, TypeError, binascii.Error, UnicodeEncodeError):
+                tkey = None
+            if tkey != key or not 0 <= offset <= len(items):
+                raise ApiError(400, 'InvalidNextTokenException' if action == 'GetProducts'
+                               else 'InvalidPaginationToken',
+                               "Invalid NextToken '%s'" % token)
+        page = items[offset:offset + n]
+        more = offset + n < len(items)
+        nxt = base64.urlsafe_b64encode(json.dumps(
+            {'o': offset + n, 'k': key}).encode()).decode('ascii') if more else None
+        return page, nxt
+
+    def ec2_max_results(self, params, action, low):
+        _, high = PAGES[action]
+        if not params.get('MaxResults'):
+            return None
+        return int_param(params, 'MaxResults', low=low, high=high)
+
+    @staticmethod
+    def ec2_filters(params, allowed):
+        """[(name, [values])] of Filter.N, each name one of ALLOWED."""
+        out = []
+        for f in indexed_groups(params, 'Filter'):
+            name = f.get('Name')
+            if name not in allowed:
+                raise ApiError(400, 'InvalidParameterValue',
+                               "The filter '%s' is invalid" % name)
+            out.append((name, indexed(f, 'Value')))
+        return out
+
+    @staticmethod
+    def raw_body(action, rid, set_name, items, token):
+        """A response document around pre-rendered <item>s."""
+        return (XML_DECL + '<%sResponse xmlns="%s"><requestId>%s</requestId><%s>%s</%s>%s'
+                '</%sResponse>' % (action, XMLNS, rid, set_name, ''.join(items), set_name,
+                                   '<nextToken>%s</nextToken>' % token if token else '',
+                                   action)).encode('utf-8')
+
+    @staticmethod
+    def query_key(action, region, *parts):
+        return '%s/%s/%08x' % (action, region, binascii.crc32(
+            json.dumps(parts, sort_keys=True).encode()))
+
+    def do_DescribeRegions(self, params, rid):
+        names = indexed(params, 'RegionName')
+        every = (params.get('AllRegions') or '').lower() == 'true'
+        filters = self.ec2_filters(params, ('region-name', 'opt-in-status', 'endpoint'))
+        regions = list(self.catalog_regions)
+        if self.region not in regions:
+            regions.insert(0, self.region)
+        missing = [n for n in names if n not in regions]
+        if missing:
+            raise ApiError(400, 'InvalidParameterValue', "Invalid region: %s" % missing[0])
+        items = []
+        for r in regions:
+            status = ('opt-in-not-required' if r in self.enabled_regions else 'not-opted-in')
+            fields = {'region-name': r, 'opt-in-status': status,
+                      'endpoint': 'ec2.%s.amazonaws.com' % r}
+            if names and r not in names:
+                continue
+            if not names and not every and status == 'not-opted-in':
+                continue
+            if not all(any(wildcard_match(v, fields[n]) for v in vals) for n, vals in filters):
+                continue
+            items.append(fake_catalog.to_xml('item', {'regionName': r,
+                                                      'regionEndpoint': fields['endpoint'],
+                                                      'optInStatus': status}))
+        return self.raw_body('DescribeRegions', rid, 'regionInfo', items, None)
+
+    def do_DescribeInstanceTypes(self, params, rid):
+        action = 'DescribeInstanceTypes'
+        names = indexed(params, 'InstanceType')
+        filters = self.ec2_filters(params, ('instance-type',))
+        if names and params.get('MaxResults'):
+            raise ApiError(400, 'InvalidParameterCombination',
+                           'MaxResults cannot be used with InstanceTypes')
+        unknown = [n for n in names if n not in self.catalog.types]
+        if unknown:
+            raise ApiError(400, 'InvalidInstanceType',
+                           "The following supplied instance types do not exist: [%s]"
+                           % ', '.join(unknown))
+        items = [x for n, x in self.catalog.type_xml
+                 if (not names or n in names)
+                 and all(any(wildcard_match(v, n) for v in vals) for _, vals in filters)]
+        key = self.query_key(action, '*', names, filters)
+        page, token = self.paginate(action, key, items, self.ec2_max_results(params, action, 5),
+                                    params.get('NextToken'))
+        return self.raw_body(action, rid, 'instanceTypeSet', page, token)
+
+    def do_DescribeInstanceTypeOfferings(self, params, rid):
+        action = 'DescribeInstanceTypeOfferings'
+        region = self.cur_region()
+        lt = params.get('LocationType') or 'region'
+        if lt not in ('region', 'availability-zone', 'availability-zone-id'):
+            raise bad_param("Value (%s) for parameter locationType is invalid." % lt)
+        if lt == 'availability-zone-id':
+            raise bad_param('The fake serves LocationType region and availability-zone only')
+        filters = self.ec2_filters(params, ('instance-type', 'location'))
+        items = [x for t, loc, x in self.catalog.offering_items(region, lt)
+                 if all(any(wildcard_match(v, t if n == 'instance-type' else loc)
+                            for v in vals) for n, vals in filters)]
+        key = self.query_key(action, region, lt, filters)
+        page, token = self.paginate(action, key, items, self.ec2_max_results(params, action, 5),
+                                    params.get('NextToken'))
+        return self.raw_body(action, rid, 'instanceTypeOfferingSet', page, token)
+
+    def do_DescribeSpotPriceHistory(self, params, rid):
+        action = 'DescribeSpotPriceHistory'
+        region = self.cur_region()
+        for name in ('StartTime', 'EndTime'):
+            if params.get(name):
+                try:
+                    datetime.datetime.fromisoformat(params[name].replace('Z', '+00:00'))
+                except ValueError:
+                    raise bad_param("Value (%s) for parameter %s is invalid."
+                                    % (params[name], name)) from None
+        products = indexed(params, 'ProductDescription')
+        types = indexed(params, 'InstanceType')
+        zone = params.get('AvailabilityZone')
+        filters = self.ec2_filters(params, ('product-description', 'instance-type',
+                                            'availability-zone'))
+        field = {'product-description': 2, 'instance-type': 0, 'availability-zone': 1}
+        items = []
+        for e in self.catalog.spot_items(region):
+            if products and e[2] not in products or types and e[0] not in types:
+                continue
+            if zone and e[1] != zone:
+                continue
+            if all(any(wildcard_match(v, e[field[n]]) for v in vals) for n, vals in filters):
+                items.append(e[3])
+        key = self.query_key(action, region, products, types, zone, filters)
+        page, token = self.paginate(action, key, items, self.ec2_max_results(params, action, 1),
+                                    params.get('NextToken'))
+        return self.raw_body(action, rid, 'spotPriceHistorySet', page, token)
+
+    def get_products(self, req):
+        action = 'GetProducts'
+        service = req.get('ServiceCode')
+        if not service:
+            raise ApiError(400, 'InvalidParameterException', 'ServiceCode is required')
+        if service != 'AmazonEC2':
+            raise ApiError(400, 'NotFoundException', 'The service %s is not served' % service)
+        if req.get('FormatVersion', 'aws_v1') != 'aws_v1':
+            raise ApiError(400, 'InvalidParameterException', 'FormatVersion must be aws_v1')
+        filters = []
+        for f in req.get('Filters') or []:
+            if not isinstance(f, dict) or f.get('Type') != 'TERM_MATCH' or not f.get('Field'):
+                raise ApiError(400, 'InvalidParameterException',
+                               'A filter needs Type TERM_MATCH, a Field and a Value: %r' % f)
+            filters.append((f['Field'], str(f.get('Value', ''))))
+        regions = [v for n, v in filters if n == 'regionCode'] or self.catalog.enabled
+        max_results = req.get('MaxResults')
+        if max_results is not None and (not isinstance(max_results, int)
+                                        or not 1 <= max_results <= PAGES[action][1]):
+            raise ApiError(400, 'InvalidParameterException',
+                           'MaxResults must be within 1..%d' % PAGES[action][1])
+        items = []
+        for r in regions:
+            if r not in self.catalog.offers:
+                continue
+            items.extend(text for attrs, text in self.catalog.product_items(r)
+                         if all(attrs.get(n) == v for n, v in filters))
+        key = self.query_key(action, '*', filters)
+        page, token = self.paginate(action, key, items, max_results, req.get('NextToken'))
+        out = {'FormatVersion': 'aws_v1', 'PriceList': page}
+        if token:
+            out['NextToken'] = token
+        return out
+
     def handle_api(self, handler, host, body):
         """One EC2 request; returns (action, status, code-or-None, body): an EC2 XML
         document, or HTML when the code is '-'."""
         request_id = str(uuid.uuid4())
         action = None
+        self.tls.region = None
         try:
             if handler.command != 'POST':
                 raise ApiError(400, 'InvalidParameter',
@@ -807,10 +1146,17 @@ class FakeEC2:
             action = params.get('Action') or None
             if action:
                 self.count_call(action)
-            self.check_signature(handler, host, body)
+            region = self.check_signature(handler, host, body)
+            self.tls.region = region
+            if action:
+                self.count_region(action, region)
             latency = self.settings['latency_ms']
             if latency:
                 time.sleep(latency / 1000.0)
+            if region not in self.enabled_regions:
+                raise ApiError(401, 'OptInRequired',
+                               'You are not subscribed to this service in %s. Please go to '
+                               'http://aws.amazon.com to subscribe.' % region)
             if params.get('Version') != API_VERSION:
                 if 'Version' not in params:
                     raise ApiError(400, 'MissingParameter',
@@ -825,18 +1171,9 @@ class FakeEC2:
             if method is None or not action[:1].isupper():
                 raise ApiError(400, 'InvalidAction',
                                'The action %s is not valid for this web service.' % action)
-            fault = self.take_fault(action)
-            if fault is not None:
-                if fault.delay_ms > 0 and not fault.delay_after:
-                    time.sleep(fault.delay_ms / 1000.0)
-                if fault.code == '':
-                    # What a proxy in front of the endpoint might answer.
-                    page = ('<html><head><title>%d</title></head><body><h1>%d</h1>'
-                            '<p>%s</p></body></html>\n'
-                            % (fault.status, fault.status, fault.message))
-                    return action, fault.status, '-', page.encode('utf-8')
-                if fault.code is not None:
-                    raise ApiError(fault.status, fault.code, fault.message)
+            fault, page = self.apply_fault(action)
+            if page is not None:
+                return action, fault.status, '-', page
             xml = method(params, request_id)
             if fault is not None and fault.delay_after:
                 time.sleep(fault.delay_ms / 1000.0)
@@ -987,7 +1324,7 @@ class FakeEC2:
         sub(item, 'instanceType', inst.instance_type)
         sub(item, 'launchTime', inst.launch_time)
         placement = sub(item, 'placement')
-        sub(placement, 'availabilityZone', self.region + 'a')
+        sub(placement, 'availabilityZone', inst.region + 'a')
         if inst.placement_group:
             sub(placement, 'groupName', inst.placement_group)
         sub(placement, 'tenancy', 'default')
@@ -1099,6 +1436,7 @@ class FakeEC2:
                 instances = []
                 for n, slot in enumerate(slots):
                     inst = Instance(len(self.instances), res_id, n, p)
+                    inst.region = self.cur_region()
                     inst.slot = slot
                     inst.silent = bool(self.settings['ssh_silent'])
                     self.instances.append(inst)
@@ -1169,7 +1507,8 @@ class FakeEC2:
                 raise ApiError(400, 'InvalidParameterValue',
                                "Invalid NextToken '%s'" % params['NextToken']) from None
         with self.lock:
-            missing = [i for i in ids if i not in self.by_id]
+            missing = [i for i in ids if i not in self.by_id
+                       or self.by_id[i].region != self.cur_region()]
             if missing:
                 raise ApiError(400, 'InvalidInstanceID.NotFound',
                                "The instance ID%s '%s' do%s not exist"
@@ -1178,8 +1517,9 @@ class FakeEC2:
             self.advance()
             page = None if ids else self.settings['page_size']  # ids: never paged
             limit = min(x for x in (max_results, page, 1 << 30) if x)
+            region = self.cur_region()
             matched = [i for i in self.instances
-                       if i.seq > after and (not ids or i.id in ids)
+                       if i.seq > after and i.region == region and (not ids or i.id in ids)
                        and all(self.filter_match(i, n, v) for n, v in filters)]
             more = len(matched) > limit
             matched = matched[:limit]
@@ -1210,7 +1550,8 @@ class FakeEC2:
         if not ids:
             raise ApiError(400, 'MissingParameter',
                            'The request must contain the parameter InstanceId')
-        missing = [i for i in ids if i not in self.by_id]
+        missing = [i for i in ids if i not in self.by_id
+                   or self.by_id[i].region != self.cur_region()]
         if missing:
             raise ApiError(400, 'InvalidInstanceID.NotFound',
                            "The instance ID '%s' does not exist" % ', '.join(missing))
@@ -1309,12 +1650,17 @@ class FakeEC2:
                     'placement_group': i.placement_group, 'subnet_id': i.subnet_id,
                     'security_group_ids': list(i.security_group_ids),
                     'reservation_id': i.reservation_id, 'sshd_pid': i.sshd_pid,
+                    'region': i.region,
                     'ssh_silent': i.silent, 'silent_listening': i.silent_port is not None,
                     'host_dir': self.host_dir(i.dir_slot) if i.dir_slot is not None else None,
                     'state_reason': i.state_reason[1] if i.state_reason else None,
                 } for i in self.instances],
-                'key_pairs': list(self.key_pairs),
-                'placement_groups': list(self.groups),
+                'key_pairs': [n for d in self.key_pairs_of.values() for n in d],
+                'placement_groups': [n for d in self.groups_of.values() for n in d],
+                'key_pairs_by_region': {r: list(d) for r, d in self.key_pairs_of.items()},
+                'placement_groups_by_region': {r: list(d) for r, d in self.groups_of.items()},
+                'calls_by_region': {a: dict(d) for a, d in self.calls_by_region.items()},
+                'catalog': self.catalog_state(),
                 'calls': dict(self.calls),
                 'launches_per_token': {t: v['launches'] for t, v in self.tokens.items()},
                 'faults': [f.as_json() for f in self.faults],
@@ -1367,6 +1713,7 @@ class FakeEC2:
         if path == '/_fake/reset-calls' and method == 'POST':
             with self.lock:
                 self.calls = {}
+                self.calls_by_region = {}
             return 200, {'calls': {}}
         return 404, {'error': 'no such control request: %s %s' % (method, path)}
 
@@ -1425,6 +1772,11 @@ class Handler(BaseHTTPRequestHandler):
             fake.write_log(path, status, None if status == 200 else 'ControlError')
             return
         host = self.headers.get('Host') or '127.0.0.1:%d' % self.server.server_address[1]
+        if self.headers.get('X-Amz-Target') is not None:
+            action, status, code, out = fake.handle_pricing(self, host, body)
+            self.send(status, out, 'application/x-amz-json-1.1')
+            fake.write_log(action, status, code)
+            return
         action, status, code, out = fake.handle_api(self, host, body)
         self.send(status, out, 'text/html' if code == '-' else 'text/xml;charset=UTF-8')
         fake.write_log(action, status, code)
@@ -1456,7 +1808,19 @@ def main(argv=None):
     ap.add_argument('--net', default='127.0.2', help='the /24 of the test-host addresses')
     ap.add_argument('--first', type=int, default=10, help='the first host number K')
     ap.add_argument('--testhosts', default=TESTHOSTS_SCRIPT, help=argparse.SUPPRESS)
+    env = os.environ.get
+    ap.add_argument('--delay-ms', type=int, default=int(env('FAKE_EC2_DELAY_MS') or 0),
+                    help='every signed call waits this long')
+    ap.add_argument('--regions', type=int, default=int(env('FAKE_EC2_REGIONS') or 0),
+                    help='enable only the first N regions (0: all)')
+    ap.add_argument('--fail-pricing', metavar='CODE', default=env('FAKE_EC2_FAIL_PRICING'),
+                    help='answer every GetProducts with this error (HTTP 400)')
+    ap.add_argument('--hang', metavar='ACTION', action='append',
+                    default=(env('FAKE_EC2_HANG') or '').split() or None,
+                    help='hold every call of ACTION for an hour (repeatable)')
     args = ap.parse_args(argv)
+    if args.delay_ms < 0 or args.regions < 0:
+        ap.error('--delay-ms and --regions must not be negative')
     if not re.fullmatch(r'127\.\d{1,3}\.\d{1,3}', args.net) or any(
             int(x) > 255 for x in args.net.split('.')):
         ap.error('--net must be a /24 of 127.0.0.0/8, like 127.0.2')
