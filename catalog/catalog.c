@@ -1,30 +1,56 @@
-/* The instance-type catalog: the EC2 and GCP types and the platform-type
- * hierarchy of catalog/data (compiled in), imported into SQLite and held as
- * feature vectors in price order, plus the `local` type of this machine. */
+/* The instance-type catalog: the EC2 and GCP types, their offers (type ×
+ * region, with prices and zones) and the platform-type hierarchy of
+ * catalog/data (compiled in), a provider's rows replaced by a refresh, and
+ * the types providers add of their own (this machine, the hosts). */
 #include "catalog/catalog.h"
 
 #include "catalog/csv.h"
 #include "catalog/data.h"
 
 #include <math.h>
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-struct catalog {
-	struct hierarchy *types;
-	struct resolver_instance *v; /* by price */
-	size_t count, cap;
-	const struct resolver_instance **byname; /* by provider, name */
-	char **strings; /* provider and type names the vectors point to */
-	size_t nstrings, capstrings;
+/* An offer as read, before catalog_sort attaches it to its type. */
+struct catalog_pending {
+	const char *provider, *type, *region, *zones;
+	double price, spot;
+	int locale;
 };
 
-/* The hierarchy kind of each column of platform_types.csv and the other
- * type files, as the assumption file it serves. */
+/* A provider's region: its name and its cluster_locale type. */
+struct catalog_region {
+	const char *provider, *name;
+	int locale;
+};
+
+struct catalog {
+	struct hierarchy *types;
+	struct resolver_instance *v; /* by provider, name after sorting */
+	const struct resolver_instance **byprice;
+	struct resolver_offer *offers; /* grouped by type, cheapest first */
+	struct catalog_pending *pend;
+	struct catalog_region *regions; /* by provider, name after sorting */
+	char **strings;			/* every string the vectors point to */
+	char *notes;
+	/* While a source loads: the compiled-in machine-type labels of its
+	 * provider's types (name, label pairs by name), for rows that have
+	 * none. */
+	const char **labels;
+	size_t nlabels;
+	size_t count, cap;
+	size_t noffers;
+	size_t npend, cappend;
+	size_t nregions, capregions;
+	size_t nstrings, capstrings;
+	size_t notes_len;
+};
+
+/* The hierarchy kind of each row of platform_types.csv and the other type
+ * files, as the assumption file it serves. */
 static const struct {
 	const char *kind;
 	const char *field;
@@ -40,32 +66,46 @@ static const struct {
 	{"processor_microarchitecture", "processor_microarchitecture"},
 	{"processor", "processor"},
 	{"storage_type", "storage_type"},
+	{"architecture", "node_architecture"},
 };
 
-/* The instance_types.csv column of each assumption file. */
+/* The types.csv column of each assumption file, and where a name the
+ * hierarchy does not know goes in a refreshed row: under the
+ * manufacturer's type (the value of `maker` followed by `suffix`) when
+ * there is one, else under `generic`. */
 static const struct {
 	const char *field;
 	const char *column;
+	const char *maker, *suffix, *generic;
 } catalog_columns[] = {
-	{"node_provider", "provider"},
-	{"cluster_locale", "locale"},
-	{"node_machinetype", "machine_type"},
-	{"node_memory_size", "memory_bytes"},
-	{"node_ecu_count", "ecu"},
-	{"node_vcpus_count", "vcpus"},
-	{"accelerator_count", "accelerator_count"},
-	{"accelerator_memory", "accelerator_memory_bytes"},
-	{"accelerator_type", "accelerator_type"},
-	{"accelerator_manufacturer", "accelerator_manufacturer"},
-	{"accelerator_architecture", "accelerator_architecture"},
-	{"accelerator", "accelerator"},
-	{"processor_manufacturer", "processor_manufacturer"},
-	{"processor_microarchitecture", "processor_microarchitecture"},
-	{"processor", "processor"},
-	{"storage_type", "storage_type"},
-	{"storage_size", "storage_bytes"},
-	{"network_performance", "network_bits_per_s"},
+	{"node_provider", "provider", NULL, NULL, NULL},
+	{"cluster_locale", "locale", NULL, NULL, NULL},
+	{"node_machinetype", "machine_type", NULL, NULL, ""},
+	{"node_memory_size", "memory_bytes", NULL, NULL, NULL},
+	{"node_ecu_count", "ecu", NULL, NULL, NULL},
+	{"node_vcpus_count", "vcpus", NULL, NULL, NULL},
+	{"accelerator_count", "accelerator_count", NULL, NULL, NULL},
+	{"accelerator_memory", "accelerator_memory_bytes", NULL, NULL, NULL},
+	{"accelerator_type", "accelerator_type", NULL, NULL, "AcceleratorType"},
+	{"accelerator_manufacturer", "accelerator_manufacturer", NULL, NULL,
+	 "Manufacturer"},
+	{"accelerator_architecture", "accelerator_architecture",
+	 "accelerator_manufacturer", "Architecture", "AcceleratorArchitecture"},
+	{"accelerator", "accelerator", "accelerator_manufacturer",
+	 "Accelerator", "Accelerator"},
+	{"processor_manufacturer", "processor_manufacturer", NULL, NULL,
+	 "Manufacturer"},
+	{"processor_microarchitecture", "processor_microarchitecture", NULL,
+	 NULL, "ProcessorMicroarchitecture"},
+	{"processor", "processor", "processor_manufacturer", "Processor",
+	 "Processor"},
+	{"storage_type", "storage_type", NULL, NULL, "StorageType"},
+	{"storage_size", "storage_bytes", NULL, NULL, NULL},
+	{"network_performance", "network_bits_per_s", NULL, NULL, NULL},
+	{"node_architecture", "architecture", NULL, NULL, "Architecture"},
 };
+
+#define CATALOG_COLUMNS (sizeof(catalog_columns) / sizeof(*catalog_columns))
 
 static int catalog_kind_field(const char *kind)
 {
@@ -93,6 +133,25 @@ static const char *catalog_intern(struct catalog *cat, const char *s)
 	if (copy)
 		cat->strings[cat->nstrings++] = copy;
 	return copy;
+}
+
+static void catalog_note(struct catalog *cat, const char *sentence)
+{
+	size_t n = strlen(sentence);
+	char *grown = realloc(cat->notes, cat->notes_len + n + 2);
+
+	if (!grown)
+		return;
+	cat->notes = grown;
+	memcpy(cat->notes + cat->notes_len, sentence, n);
+	cat->notes_len += n;
+	cat->notes[cat->notes_len++] = '\n';
+	cat->notes[cat->notes_len] = '\0';
+}
+
+const char *catalog_notes(const struct catalog *cat)
+{
+	return cat->notes ? cat->notes : "";
 }
 
 /* --- the hierarchy, from the type files --- */
@@ -152,247 +211,340 @@ static int catalog_load_aliases(struct catalog *cat, const char *data,
 	return 0;
 }
 
-/* --- instance types, through SQLite --- */
-
-static const char catalog_schema[] =
-	"CREATE TABLE instance_types("
-	"  provider TEXT NOT NULL, name TEXT NOT NULL, vcpus REAL,"
-	"  memory_bytes REAL, ecu REAL, accelerator_count REAL,"
-	"  accelerator_type TEXT, accelerator_manufacturer TEXT,"
-	"  accelerator_architecture TEXT, accelerator TEXT,"
-	"  accelerator_memory_bytes REAL, processor_manufacturer TEXT,"
-	"  processor_microarchitecture TEXT, processor TEXT,"
-	"  storage_type TEXT, storage_bytes REAL, network_bits_per_s REAL,"
-	"  price_usd_hour REAL, locale TEXT, machine_type TEXT,"
-	"  PRIMARY KEY(provider, name));"
-	"CREATE INDEX instance_price ON instance_types(price_usd_hour, vcpus,"
-	"  name);"
-	"CREATE INDEX instance_vcpus ON instance_types(vcpus);"
-	"CREATE INDEX instance_memory ON instance_types(memory_bytes);"
-	"CREATE INDEX instance_accelerators ON instance_types("
-	"  accelerator_count, accelerator);";
-
-static int catalog_sql_fail(sqlite3 *db, const char *what, char *err,
-			    size_t errlen)
+static int catalog_region_add(struct catalog *cat, const char *provider,
+			      const char *name, int locale)
 {
-	snprintf(err, errlen, "catalog: %s: %s", what, sqlite3_errmsg(db));
-	return -1;
+	struct catalog_region *r;
+
+	if (cat->nregions == cat->capregions) {
+		size_t cap = cat->capregions ? cat->capregions * 2 : 128;
+		struct catalog_region *v =
+			realloc(cat->regions, cap * sizeof(*v));
+
+		if (!v)
+			return -1;
+		cat->regions = v;
+		cat->capregions = cap;
+	}
+	r = &cat->regions[cat->nregions];
+	r->provider = catalog_intern(cat, provider);
+	r->name = catalog_intern(cat, name);
+	r->locale = locale;
+	if (!r->provider || !r->name)
+		return -1;
+	cat->nregions++;
+	return 0;
 }
 
-static bool catalog_numeric(const char *column)
+/* regions.csv: each region's locale type, and the provider's name of it
+ * as an alias ("eu-west-1" for EC2Region_EUWest1). */
+static int catalog_load_regions(struct catalog *cat, char *err, size_t errlen)
 {
-	static const char *const numeric[] = {"vcpus",
-					      "memory_bytes",
-					      "ecu",
-					      "accelerator_count",
-					      "accelerator_memory_bytes",
-					      "storage_bytes",
-					      "network_bits_per_s",
-					      "price_usd_hour"};
-
-	for (size_t i = 0; i < sizeof(numeric) / sizeof(*numeric); i++)
-		if (strcmp(column, numeric[i]) == 0)
-			return true;
-	return false;
-}
-
-/* Give the types of a provider whose locale is unknown the region the
- * catalog describes them in (cclfs_regions.csv). */
-static int catalog_regions(sqlite3 *db, char *err, size_t errlen)
-{
-	sqlite3_stmt *q;
+	size_t lf = (size_t)assumption_field_find("cluster_locale");
 	struct csv c;
-	int rc = 0;
+	int p, r, t, a;
 
-	if (sqlite3_prepare_v2(db,
-			       "UPDATE instance_types SET locale = ?2 WHERE "
-			       "provider = ?1 AND locale IS NULL",
-			       -1, &q, NULL) != SQLITE_OK)
-		return catalog_sql_fail(db, "regions", err, errlen);
+	csv_open(&c, catalog_data_regions, catalog_data_regions_size);
+	csv_next(&c);
+	p = csv_column(&c, "provider");
+	r = csv_column(&c, "region");
+	t = csv_column(&c, "platform_type_name");
+	a = csv_column(&c, "alias");
+	if (p < 0 || r < 0 || t < 0 || a < 0) {
+		snprintf(err, errlen, "catalog: regions.csv lacks a column");
+		return -1;
+	}
+	while (csv_next(&c) == 1) {
+		int id = c.count == 4
+				 ? hierarchy_find(cat->types, lf, c.field[t])
+				 : -1;
+
+		if (id < 0 ||
+		    (strcasecmp(c.field[a], c.field[t]) != 0 &&
+		     hierarchy_alias(cat->types, lf, c.field[a], c.field[t])) ||
+		    catalog_region_add(cat, c.field[p], c.field[r], id)) {
+			snprintf(err, errlen,
+				 "catalog: regions.csv:%zu: bad region row",
+				 c.lineno);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The locale type of a provider's region; a region the catalog does not
+ * know (a refresh found it) is declared under the provider's region type
+ * of cclfs_regions.csv. -1 when it cannot be. */
+static int catalog_region_locale(struct catalog *cat, const char *provider,
+				 const char *region)
+{
+	size_t lf = (size_t)assumption_field_find("cluster_locale");
+	char sentence[256];
+	struct csv c;
+	int id = -1;
+
+	for (size_t i = 0; i < cat->nregions; i++)
+		if (strcmp(cat->regions[i].name, region) == 0 &&
+		    strcmp(cat->regions[i].provider, provider) == 0)
+			return cat->regions[i].locale;
 	csv_open(&c, catalog_data_cclfs_regions,
 		 catalog_data_cclfs_regions_size);
 	csv_next(&c);
-	while (rc == 0 && csv_next(&c) == 1) {
-		if (c.count != 2)
-			continue;
-		sqlite3_bind_text(q, 1, c.field[0], -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(q, 2, c.field[1], -1, SQLITE_TRANSIENT);
-		if (sqlite3_step(q) != SQLITE_DONE)
-			rc = catalog_sql_fail(db, "regions", err, errlen);
-		sqlite3_reset(q);
-	}
-	sqlite3_finalize(q);
-	return rc;
+	while (id < 0 && csv_next(&c) == 1)
+		if (c.count == 2 && strcmp(c.field[0], provider) == 0)
+			id = hierarchy_add(cat->types, lf, region, c.field[1]);
+	if (id < 0 || catalog_region_add(cat, provider, region, id))
+		return -1;
+	snprintf(sentence, sizeof(sentence),
+		 "region %s of %s is new to the catalog: placed under %s",
+		 region, provider, hierarchy_name(cat->types, id));
+	catalog_note(cat, sentence);
+	return id;
 }
 
-/* Insert instance_types.csv, then set machine_type from the extras. */
-static int catalog_import(sqlite3 *db, char *err, size_t errlen)
+/* --- instance types and offers, from types.csv and offers.csv --- */
+
+static bool catalog_number_field(size_t f)
 {
-	static const char *const columns[] = {"provider",
-					      "name",
-					      "vcpus",
-					      "memory_bytes",
-					      "ecu",
-					      "accelerator_count",
-					      "accelerator_type",
-					      "accelerator_manufacturer",
-					      "accelerator_architecture",
-					      "accelerator",
-					      "accelerator_memory_bytes",
-					      "processor_manufacturer",
-					      "processor_microarchitecture",
-					      "processor",
-					      "storage_type",
-					      "storage_bytes",
-					      "network_bits_per_s",
-					      "price_usd_hour",
-					      "locale"};
-	const size_t ncol = sizeof(columns) / sizeof(*columns);
-	sqlite3_stmt *ins = NULL, *upd = NULL;
+	return assumption_fields[f].kind != ASSUMPTION_TYPE;
+}
+
+/* The parent of a name new to the hierarchy in feature column k of a
+ * refreshed row: the manufacturer's type when the hierarchy has it. */
+static const char *catalog_parent(struct catalog *cat, size_t k,
+				  const struct csv *c, const int *col,
+				  char *buf, size_t len)
+{
+	size_t f = (size_t)assumption_field_find(catalog_columns[k].field);
+
+	if (catalog_columns[k].maker) {
+		for (size_t j = 0; j < CATALOG_COLUMNS; j++) {
+			const char *maker;
+
+			if (strcmp(catalog_columns[j].column,
+				   catalog_columns[k].maker) != 0 ||
+			    col[j] < 0 || (size_t)col[j] >= c->count)
+				continue;
+			maker = c->field[col[j]];
+			snprintf(buf, len, "%s%s", maker,
+				 catalog_columns[k].suffix);
+			if (*maker && hierarchy_find(cat->types, f, buf) >= 0)
+				return buf;
+		}
+	}
+	return catalog_columns[k].generic;
+}
+
+static int catalog_cmp_label(const void *pa, const void *pb)
+{
+	return strcmp(*(const char *const *)pa, *(const char *const *)pb);
+}
+
+/* The compiled-in machine-type labels of `provider`'s types. */
+static int catalog_load_labels(struct catalog *cat, const char *provider)
+{
 	struct csv c;
-	int rc = -1, col[32];
+	int p, n, m;
 
-	if (sqlite3_exec(db, catalog_schema, NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
-		return catalog_sql_fail(db, "schema", err, errlen);
-	if (sqlite3_prepare_v2(db,
-			       "INSERT INTO instance_types VALUES(?1, ?2, ?3, "
-			       "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-			       "?14, ?15, ?16, ?17, ?18, ?19, NULL)",
-			       -1, &ins, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db,
-			       "UPDATE instance_types SET machine_type = ?3 "
-			       "WHERE provider = ?1 AND name = ?2",
-			       -1, &upd, NULL) != SQLITE_OK) {
-		catalog_sql_fail(db, "prepare", err, errlen);
-		goto out;
-	}
-	csv_open(&c, catalog_data_instance_types,
-		 catalog_data_instance_types_size);
+	cat->nlabels = 0;
+	csv_open(&c, catalog_data_types, catalog_data_types_size);
 	csv_next(&c);
-	for (size_t i = 0; i < ncol; i++) {
-		/* The CSV calls the type name instance_type. */
-		col[i] = csv_column(&c, i == 1 ? "instance_type" : columns[i]);
-		if (col[i] < 0) {
-			snprintf(err, errlen,
-				 "catalog: instance_types.csv has no column "
-				 "%s",
-				 columns[i]);
-			goto out;
-		}
-	}
+	p = csv_column(&c, "provider");
+	n = csv_column(&c, "instance_type");
+	m = csv_column(&c, "machine_type");
+	if (p < 0 || n < 0 || m < 0)
+		return 0;
 	while (csv_next(&c) == 1) {
-		for (size_t i = 0; i < ncol; i++) {
-			const char *v =
-				(size_t)col[i] < c.count ? c.field[col[i]] : "";
+		const char **v;
 
-			if (!*v)
-				sqlite3_bind_null(ins, (int)i + 1);
-			else if (catalog_numeric(columns[i]))
-				sqlite3_bind_double(ins, (int)i + 1,
-						    strtod(v, NULL));
-			else
-				sqlite3_bind_text(ins, (int)i + 1, v, -1,
-						  SQLITE_TRANSIENT);
-		}
-		if (sqlite3_step(ins) != SQLITE_DONE) {
-			catalog_sql_fail(db, "instance_types.csv", err, errlen);
-			goto out;
-		}
-		sqlite3_reset(ins);
+		if ((size_t)m >= c.count || strcmp(c.field[p], provider) != 0 ||
+		    !*c.field[m])
+			continue;
+		v = realloc(cat->labels,
+			    (cat->nlabels + 1) * 2 * sizeof(*cat->labels));
+		if (!v)
+			return -1;
+		cat->labels = v;
+		v[2 * cat->nlabels] = catalog_intern(cat, c.field[n]);
+		v[2 * cat->nlabels + 1] = catalog_intern(cat, c.field[m]);
+		if (!v[2 * cat->nlabels] || !v[2 * cat->nlabels + 1])
+			return -1;
+		cat->nlabels++;
 	}
-	csv_open(&c, catalog_data_instance_extras,
-		 catalog_data_instance_extras_size);
-	csv_next(&c);
-	{
-		int p = csv_column(&c, "provider");
-		int n = csv_column(&c, "instance_type");
-		int m = csv_column(&c, "machine_type");
-
-		if (p < 0 || n < 0 || m < 0) {
-			snprintf(err, errlen,
-				 "catalog: instance_extras.csv "
-				 "lacks a column");
-			goto out;
-		}
-		while (csv_next(&c) == 1) {
-			if ((size_t)m >= c.count)
-				continue;
-			sqlite3_bind_text(upd, 1, c.field[p], -1,
-					  SQLITE_TRANSIENT);
-			sqlite3_bind_text(upd, 2, c.field[n], -1,
-					  SQLITE_TRANSIENT);
-			sqlite3_bind_text(upd, 3, c.field[m], -1,
-					  SQLITE_TRANSIENT);
-			if (sqlite3_step(upd) != SQLITE_DONE) {
-				catalog_sql_fail(db, "instance_extras.csv", err,
-						 errlen);
-				goto out;
-			}
-			sqlite3_reset(upd);
-		}
-	}
-	if (catalog_regions(db, err, errlen))
-		goto out;
-	if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-		catalog_sql_fail(db, "commit", err, errlen);
-		goto out;
-	}
-	rc = 0;
-out:
-	sqlite3_finalize(ins);
-	sqlite3_finalize(upd);
-	return rc;
+	qsort(cat->labels, cat->nlabels, 2 * sizeof(*cat->labels),
+	      catalog_cmp_label);
+	return 0;
 }
 
-/* Read every imported type back as a feature vector. */
-static int catalog_vectors(struct catalog *cat, sqlite3 *db, char *err,
-			   size_t errlen)
+/* One types.csv row of `provider` (NULL: the row's own). lenient: a name
+ * the hierarchy does not know is declared (a refresh) instead of an
+ * error (the compiled-in data). */
+static int catalog_type_row(struct catalog *cat, const char *provider,
+			    const struct csv *c, const int *col, int namecol,
+			    bool lenient, char *err, size_t errlen)
 {
-	char sql[1024];
-	sqlite3_stmt *q;
-	size_t o;
-	int rc = 0;
+	double number[RESOLVER_FIELDS];
+	const char *type[RESOLVER_FIELDS] = {0};
+	const char *prov = provider;
+	char parent[128], sentence[384];
 
-	o = (size_t)snprintf(sql, sizeof(sql),
-			     "SELECT provider, name, price_usd_hour");
-	for (size_t f = 0; f < RESOLVER_FIELDS; f++)
-		o += (size_t)snprintf(sql + o, sizeof(sql) - o, ", %s",
-				      catalog_columns[f].column);
-	snprintf(sql + o, sizeof(sql) - o,
-		 " FROM instance_types ORDER BY price_usd_hour IS NULL, "
-		 "price_usd_hour, vcpus, name");
-	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
-		return catalog_sql_fail(db, "select", err, errlen);
-	while (rc == 0 && sqlite3_step(q) == SQLITE_ROW) {
-		double number[RESOLVER_FIELDS];
-		const char *type[RESOLVER_FIELDS];
+	if (namecol < 0 || (size_t)namecol >= c->count)
+		return 0;
+	for (size_t k = 0; k < CATALOG_COLUMNS; k++) {
+		size_t f =
+			(size_t)assumption_field_find(catalog_columns[k].field);
+		const char *v = col[k] >= 0 && (size_t)col[k] < c->count
+					? c->field[col[k]]
+					: "";
 
-		for (size_t f = 0; f < RESOLVER_FIELDS; f++) {
-			int i = (int)f + 3;
-			int fi =
-				assumption_field_find(catalog_columns[f].field);
-
-			number[fi] = NAN;
-			type[fi] = NULL;
-			if (sqlite3_column_type(q, i) == SQLITE_NULL)
-				continue;
-			if (assumption_fields[fi].kind == ASSUMPTION_TYPE)
-				type[fi] =
-					(const char *)sqlite3_column_text(q, i);
-			else
-				number[fi] = sqlite3_column_double(q, i);
+		number[f] = NAN;
+		if (!*v)
+			continue;
+		if (catalog_number_field(f)) {
+			number[f] = strtod(v, NULL);
+			continue;
 		}
-		rc = catalog_add(cat, (const char *)sqlite3_column_text(q, 0),
-				 (const char *)sqlite3_column_text(q, 1),
-				 number, type,
-				 sqlite3_column_type(q, 2) == SQLITE_NULL
-					 ? NAN
-					 : sqlite3_column_double(q, 2),
-				 err, errlen);
+		if (f == (size_t)assumption_field_find("node_provider")) {
+			if (!prov)
+				prov = v;
+			continue;
+		}
+		type[f] = v;
+		if (!lenient || !catalog_columns[k].generic ||
+		    hierarchy_find(cat->types, f, v) >= 0)
+			continue;
+		if (hierarchy_add(cat->types, f, v,
+				  catalog_parent(cat, k, c, col, parent,
+						 sizeof(parent))) < 0) {
+			type[f] = NULL;
+			continue;
+		}
+		if (f != (size_t)assumption_field_find("node_machinetype")) {
+			snprintf(sentence, sizeof(sentence),
+				 "%s %s of %s is new to the hierarchy: placed "
+				 "under %s",
+				 assumption_fields[f].name, v,
+				 c->field[namecol],
+				 *catalog_parent(cat, k, c, col, parent,
+						 sizeof(parent))
+					 ? parent
+					 : "nothing");
+			catalog_note(cat, sentence);
+		}
 	}
-	sqlite3_finalize(q);
-	return rc;
+	if (!prov)
+		return 0;
+	if (lenient && !type[assumption_field_find("node_machinetype")]) {
+		/* A refreshed row: the label the compiled-in row had, so that
+		 * EC2Type_T3 and t3.xlarge keep naming it; a new type is its
+		 * own machine type. */
+		const char *key = c->field[namecol];
+		const char **hit =
+			bsearch(&key, cat->labels, cat->nlabels,
+				2 * sizeof(*cat->labels), catalog_cmp_label);
+
+		type[assumption_field_find("node_machinetype")] =
+			hit ? hit[1] : key;
+	}
+	if (provider)
+		type[assumption_field_find("node_provider")] = provider;
+	else
+		type[assumption_field_find("node_provider")] = prov;
+	return catalog_add(cat, prov, c->field[namecol], number, type, NAN, err,
+			   errlen);
+}
+
+/* Every row of a types.csv text, but those of the providers in skip[] (the
+ * compiled-in rows a refresh replaced), or only those of `provider`. */
+static int catalog_load_rows(struct catalog *cat, const char *data, size_t size,
+			     const char *provider,
+			     const struct catalog_source *skip, size_t nskip,
+			     char *err, size_t errlen)
+{
+	int col[CATALOG_COLUMNS], namecol, provcol, rc;
+	struct csv c;
+
+	csv_open(&c, data, size);
+	if (csv_next(&c) != 1) {
+		snprintf(err, errlen, "catalog: types of %s: no header",
+			 provider ? provider : "catalog/data");
+		return -1;
+	}
+	for (size_t k = 0; k < CATALOG_COLUMNS; k++)
+		col[k] = csv_column(&c, catalog_columns[k].column);
+	namecol = csv_column(&c, "instance_type");
+	provcol = csv_column(&c, "provider");
+	while ((rc = csv_next(&c)) == 1) {
+		bool skipped = false;
+
+		for (size_t i = 0; i < nskip && provcol >= 0; i++)
+			if ((size_t)provcol < c.count &&
+			    strcmp(c.field[provcol], skip[i].provider) == 0)
+				skipped = true;
+		if (skipped)
+			continue;
+		if (catalog_type_row(cat, provider, &c, col, namecol,
+				     provider != NULL, err, errlen))
+			return -1;
+	}
+	if (rc < 0) {
+		snprintf(err, errlen,
+			 "catalog: types of %s: line %zu unreadable",
+			 provider ? provider : "catalog/data", c.lineno);
+		return -1;
+	}
+	return 0;
+}
+
+static int catalog_load_offers(struct catalog *cat, const char *data,
+			       size_t size, const char *provider,
+			       const struct catalog_source *skip, size_t nskip,
+			       char *err, size_t errlen)
+{
+	struct csv c;
+	int p, t, r, pr, sp, z, rc;
+
+	csv_open(&c, data, size);
+	csv_next(&c);
+	p = csv_column(&c, "provider");
+	t = csv_column(&c, "instance_type");
+	r = csv_column(&c, "region");
+	pr = csv_column(&c, "price_usd_hour");
+	sp = csv_column(&c, "spot_price_usd_hour");
+	z = csv_column(&c, "zones");
+	if ((p < 0 && !provider) || t < 0 || r < 0) {
+		snprintf(err, errlen, "catalog: offers of %s lack a column",
+			 provider ? provider : "catalog/data");
+		return -1;
+	}
+	while ((rc = csv_next(&c)) == 1) {
+		const char *prov = provider ? provider : c.field[p];
+#define CATALOG_COL(i) ((i) >= 0 && (size_t)(i) < c.count ? c.field[i] : "")
+		const char *price = CATALOG_COL(pr), *spot = CATALOG_COL(sp);
+		bool skipped = false;
+
+		if ((size_t)t >= c.count || (size_t)r >= c.count ||
+		    (!provider && (size_t)p >= c.count))
+			continue;
+		for (size_t i = 0; i < nskip; i++)
+			if (strcmp(prov, skip[i].provider) == 0)
+				skipped = true;
+		if (skipped)
+			continue;
+		if (catalog_add_offer(cat, prov, c.field[t], c.field[r],
+				      *price ? strtod(price, NULL) : NAN,
+				      *spot ? strtod(spot, NULL) : NAN,
+				      CATALOG_COL(z), err, errlen))
+			return -1;
+#undef CATALOG_COL
+	}
+	if (rc < 0) {
+		snprintf(err, errlen,
+			 "catalog: offers of %s: line %zu unreadable",
+			 provider ? provider : "catalog/data", c.lineno);
+		return -1;
+	}
+	return 0;
 }
 
 /* The provider's own names of machine types: t3.xlarge for
@@ -406,7 +558,9 @@ static int catalog_type_aliases(struct catalog *cat, char *err, size_t errlen)
 
 		if (t->type[mt] < 0 ||
 		    strcasecmp(hierarchy_name(cat->types, t->type[mt]),
-			       t->name) == 0)
+			       t->name) == 0 ||
+		    hierarchy_find(cat->types, (size_t)mt, t->name) ==
+			    t->type[mt])
 			continue;
 		if (hierarchy_alias(cat->types, (size_t)mt, t->name,
 				    hierarchy_name(cat->types, t->type[mt]))) {
@@ -433,9 +587,15 @@ struct catalog *catalog_open_empty(char *err, size_t errlen)
 	if (catalog_load_types(cat, catalog_data_platform_types,
 			       catalog_data_platform_types_size,
 			       "platform_types.csv", err, errlen) ||
+	    catalog_load_types(cat, catalog_data_platform_types_added,
+			       catalog_data_platform_types_added_size,
+			       "platform_types_added.csv", err, errlen) ||
 	    catalog_load_types(cat, catalog_data_machine_types,
 			       catalog_data_machine_types_size,
 			       "machine_types.csv", err, errlen) ||
+	    catalog_load_types(cat, catalog_data_machine_types_added,
+			       catalog_data_machine_types_added_size,
+			       "machine_types_added.csv", err, errlen) ||
 	    catalog_load_types(cat, catalog_data_cclfs_types,
 			       catalog_data_cclfs_types_size, "cclfs_types.csv",
 			       err, errlen) ||
@@ -454,30 +614,47 @@ struct catalog *catalog_open_empty(char *err, size_t errlen)
 		catalog_close(cat);
 		return NULL;
 	}
+	if (catalog_load_regions(cat, err, errlen)) {
+		catalog_close(cat);
+		return NULL;
+	}
 	return cat;
+}
+
+struct catalog *catalog_open_with(const struct catalog_source *src, size_t n,
+				  char *err, size_t errlen)
+{
+	struct catalog *cat = catalog_open_empty(err, errlen);
+
+	if (!cat)
+		return NULL;
+	if (catalog_load_rows(cat, catalog_data_types, catalog_data_types_size,
+			      NULL, src, n, err, errlen) ||
+	    catalog_load_offers(cat, catalog_data_offers,
+				catalog_data_offers_size, NULL, src, n, err,
+				errlen))
+		goto fail;
+	for (size_t i = 0; i < n; i++)
+		if (catalog_load_labels(cat, src[i].provider) ||
+		    catalog_load_rows(cat, src[i].types, src[i].types_len,
+				      src[i].provider, NULL, 0, err, errlen) ||
+		    catalog_load_offers(cat, src[i].offers, src[i].offers_len,
+					src[i].provider, NULL, 0, err, errlen))
+			goto fail;
+	if (catalog_sort(cat) || catalog_type_aliases(cat, err, errlen)) {
+		if (!*err)
+			snprintf(err, errlen, "catalog: out of memory");
+		goto fail;
+	}
+	return cat;
+fail:
+	catalog_close(cat);
+	return NULL;
 }
 
 struct catalog *catalog_open(char *err, size_t errlen)
 {
-	struct catalog *cat = catalog_open_empty(err, errlen);
-	sqlite3 *db = NULL;
-
-	if (!cat)
-		return NULL;
-	if (sqlite3_open_v2(":memory:", &db,
-			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-			    NULL) != SQLITE_OK ||
-	    catalog_import(db, err, errlen) ||
-	    catalog_vectors(cat, db, err, errlen) ||
-	    catalog_type_aliases(cat, err, errlen) || catalog_sort(cat)) {
-		if (db && !*err)
-			catalog_sql_fail(db, "open", err, errlen);
-		sqlite3_close(db);
-		catalog_close(cat);
-		return NULL;
-	}
-	sqlite3_close(db);
-	return cat;
+	return catalog_open_with(NULL, 0, err, errlen);
 }
 
 void catalog_close(struct catalog *cat)
@@ -489,13 +666,19 @@ void catalog_close(struct catalog *cat)
 		free(cat->strings[i]);
 	free(cat->strings);
 	free(cat->v);
-	free(cat->byname);
+	free(cat->byprice);
+	free(cat->offers);
+	free(cat->pend);
+	free(cat->regions);
+	free(cat->notes);
+	free(cat->labels);
 	free(cat);
 }
 
 static int catalog_cmp_price(const void *pa, const void *pb)
 {
-	const struct resolver_instance *a = pa, *b = pb;
+	const struct resolver_instance *a = *(const void *const *)pa;
+	const struct resolver_instance *b = *(const void *const *)pb;
 	int vc = assumption_field_find("node_vcpus_count");
 	double x = isnan(a->price) ? INFINITY : a->price;
 	double y = isnan(b->price) ? INFINITY : b->price;
@@ -512,25 +695,120 @@ static int catalog_cmp_price(const void *pa, const void *pb)
 
 static int catalog_cmp_name(const void *pa, const void *pb)
 {
-	const struct resolver_instance *a = *(const void *const *)pa;
-	const struct resolver_instance *b = *(const void *const *)pb;
+	const struct resolver_instance *a = pa, *b = pb;
 	int c = strcmp(a->provider, b->provider);
 
 	return c ? c : strcmp(a->name, b->name);
 }
 
+/* Offers by type, then price (unknown last), then region. */
+static int catalog_cmp_pending(const void *pa, const void *pb)
+{
+	const struct catalog_pending *a = pa, *b = pb;
+	double x = isnan(a->price) ? INFINITY : a->price;
+	double y = isnan(b->price) ? INFINITY : b->price;
+	int c = strcmp(a->provider, b->provider);
+
+	if (c == 0)
+		c = strcmp(a->type, b->type);
+	if (c)
+		return c;
+	if (x != y)
+		return x < y ? -1 : 1;
+	return strcmp(a->region, b->region);
+}
+
+static int catalog_cmp_region(const void *pa, const void *pb)
+{
+	const struct catalog_region *a = pa, *b = pb;
+	int c = strcmp(a->provider, b->provider);
+
+	return c ? c : strcmp(a->name, b->name);
+}
+
+static struct resolver_instance *
+catalog_lookup(struct catalog *cat, const char *provider, const char *name)
+{
+	struct resolver_instance key = {.provider = provider, .name = name};
+
+	return bsearch(&key, cat->v, cat->count, sizeof(*cat->v),
+		       catalog_cmp_name);
+}
+
 int catalog_sort(struct catalog *cat)
 {
-	const struct resolver_instance **byname;
+	const struct resolver_instance **byprice;
+	struct resolver_offer *offers;
+	size_t no = 0, dropped = 0, *first;
 
-	qsort(cat->v, cat->count, sizeof(*cat->v), catalog_cmp_price);
-	byname = realloc(cat->byname, cat->count * sizeof(*byname));
-	if (!byname)
+	qsort(cat->v, cat->count, sizeof(*cat->v), catalog_cmp_name);
+	qsort(cat->pend, cat->npend, sizeof(*cat->pend), catalog_cmp_pending);
+	qsort(cat->regions, cat->nregions, sizeof(*cat->regions),
+	      catalog_cmp_region);
+	offers = malloc((cat->npend ? cat->npend : 1) * sizeof(*offers));
+	byprice = malloc((cat->count ? cat->count : 1) * sizeof(*byprice));
+	first = malloc((cat->count ? cat->count : 1) * sizeof(*first));
+	if (!offers || !byprice || !first) {
+		free(offers);
+		free(byprice);
+		free(first);
 		return -1;
+	}
 	for (size_t i = 0; i < cat->count; i++)
-		byname[i] = &cat->v[i];
-	qsort(byname, cat->count, sizeof(*byname), catalog_cmp_name);
-	cat->byname = byname;
+		if (cat->v[i].noffers || cat->v[i].offers) {
+			cat->v[i].offers = NULL;
+			cat->v[i].noffers = 0;
+			cat->v[i].price = NAN;
+		}
+	for (size_t i = 0; i < cat->npend;) {
+		const struct catalog_pending *g = &cat->pend[i];
+		struct resolver_instance *t =
+			catalog_lookup(cat, g->provider, g->type);
+		size_t k = i;
+
+		for (; k < cat->npend &&
+		       strcmp(cat->pend[k].type, g->type) == 0 &&
+		       strcmp(cat->pend[k].provider, g->provider) == 0;
+		     k++) {
+			if (!t)
+				continue;
+			offers[no].region = cat->pend[k].region;
+			offers[no].zones = cat->pend[k].zones;
+			offers[no].price = cat->pend[k].price;
+			offers[no].spot = cat->pend[k].spot;
+			offers[no].locale = cat->pend[k].locale;
+			no++;
+		}
+		if (t) {
+			t->noffers = k - i;
+			t->price = offers[no - t->noffers].price;
+			first[t - cat->v] = no - t->noffers;
+		} else {
+			dropped += k - i;
+		}
+		i = k;
+	}
+	free(cat->offers);
+	cat->offers = offers;
+	cat->noffers = no;
+	for (size_t i = 0; i < cat->count; i++) {
+		if (cat->v[i].noffers)
+			cat->v[i].offers = offers + first[i];
+		byprice[i] = &cat->v[i];
+	}
+	free(first);
+	qsort(byprice, cat->count, sizeof(*byprice), catalog_cmp_price);
+	free(cat->byprice);
+	cat->byprice = byprice;
+	if (dropped) {
+		char sentence[128];
+
+		snprintf(sentence, sizeof(sentence),
+			 "%zu offers name a type the catalog does not have; "
+			 "they were left out",
+			 dropped);
+		catalog_note(cat, sentence);
+	}
 	return 0;
 }
 
@@ -581,6 +859,55 @@ int catalog_add(struct catalog *cat, const char *provider, const char *name,
 	return 0;
 }
 
+int catalog_add_offer(struct catalog *cat, const char *provider,
+		      const char *name, const char *region, double price,
+		      double spot, const char *zones, char *err, size_t errlen)
+{
+	struct catalog_pending *o;
+	int locale = catalog_region_locale(cat, provider, region);
+
+	if (locale < 0) {
+		snprintf(err, errlen,
+			 "catalog: %s %s: region %s cannot be placed (no "
+			 "region type for %s)",
+			 provider, name, region, provider);
+		return -1;
+	}
+	if (cat->npend == cat->cappend) {
+		size_t cap = cat->cappend ? cat->cappend * 2 : 4096;
+		struct catalog_pending *v =
+			realloc(cat->pend, cap * sizeof(*v));
+
+		if (!v) {
+			snprintf(err, errlen, "catalog: out of memory");
+			return -1;
+		}
+		cat->pend = v;
+		cat->cappend = cap;
+	}
+	o = &cat->pend[cat->npend];
+	/* Interned strings repeat: the region of the region table, the
+	 * provider of the first type. */
+	o->provider = NULL;
+	o->region = NULL;
+	for (size_t i = 0; i < cat->nregions && !o->region; i++)
+		if (cat->regions[i].locale == locale) {
+			o->region = cat->regions[i].name;
+			o->provider = cat->regions[i].provider;
+		}
+	o->type = catalog_intern(cat, name);
+	o->zones = *zones ? catalog_intern(cat, zones) : "";
+	o->price = price;
+	o->spot = spot;
+	o->locale = locale;
+	if (!o->provider || !o->region || !o->type || !o->zones) {
+		snprintf(err, errlen, "catalog: out of memory");
+		return -1;
+	}
+	cat->npend++;
+	return 0;
+}
+
 int catalog_declare(struct catalog *cat, size_t field, const char *name,
 		    const char *parent)
 {
@@ -594,10 +921,12 @@ int catalog_alias(struct catalog *cat, size_t field, const char *alias,
 }
 
 int catalog_add_local(struct catalog *cat, double vcpus, double memory_bytes,
-		      double gpus, const char *gpu, char *err, size_t errlen)
+		      const char *architecture, double gpus, const char *gpu,
+		      char *err, size_t errlen)
 {
 	double number[RESOLVER_FIELDS];
 	const char *type[RESOLVER_FIELDS] = {0};
+	size_t arch = (size_t)assumption_field_find("node_architecture");
 
 	for (size_t f = 0; f < RESOLVER_FIELDS; f++)
 		number[f] = NAN;
@@ -606,6 +935,8 @@ int catalog_add_local(struct catalog *cat, double vcpus, double memory_bytes,
 	number[assumption_field_find("node_vcpus_count")] = vcpus;
 	number[assumption_field_find("node_memory_size")] = memory_bytes;
 	number[assumption_field_find("accelerator_count")] = gpus;
+	if (architecture && hierarchy_find(cat->types, arch, architecture) >= 0)
+		type[arch] = architecture;
 	if (gpus > 0 && gpu &&
 	    hierarchy_find(cat->types,
 			   (size_t)assumption_field_find("accelerator"),
@@ -627,29 +958,16 @@ size_t catalog_count(const struct catalog *cat)
 
 const struct resolver_instance *catalog_at(const struct catalog *cat, size_t i)
 {
-	return &cat->v[i];
+	return cat->byprice[i];
 }
 
 const struct resolver_instance *
 catalog_find(const struct catalog *cat, const char *provider, const char *name)
 {
-	size_t lo = 0, hi = cat->count;
+	struct resolver_instance key = {.provider = provider, .name = name};
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct resolver_instance *t = cat->byname[mid];
-		int c = strcmp(t->provider, provider);
-
-		if (c == 0)
-			c = strcmp(t->name, name);
-		if (c == 0)
-			return t;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	return bsearch(&key, cat->v, cat->count, sizeof(*cat->v),
+		       catalog_cmp_name);
 }
 
 size_t catalog_providers(const struct catalog *cat, const char **out,
@@ -658,8 +976,8 @@ size_t catalog_providers(const struct catalog *cat, const char **out,
 	size_t n = 0;
 
 	for (size_t i = 0; i < cat->count && n < max; i++)
-		if (n == 0 || strcmp(out[n - 1], cat->byname[i]->provider) != 0)
-			out[n++] = cat->byname[i]->provider;
+		if (n == 0 || strcmp(out[n - 1], cat->v[i].provider) != 0)
+			out[n++] = cat->v[i].provider;
 	return n;
 }
 
@@ -672,15 +990,48 @@ catalog_provider_type(const struct catalog *cat, const char *provider, size_t i)
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (strcmp(cat->byname[mid]->provider, provider) < 0)
+		if (strcmp(cat->v[mid].provider, provider) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	if (lo + i >= cat->count ||
-	    strcmp(cat->byname[lo + i]->provider, provider) != 0)
+	    strcmp(cat->v[lo + i].provider, provider) != 0)
 		return NULL;
-	return cat->byname[lo + i];
+	return &cat->v[lo + i];
+}
+
+const char *catalog_provider_region(const struct catalog *cat,
+				    const char *provider, size_t i)
+{
+	size_t lo = 0, hi = cat->nregions;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(cat->regions[mid].provider, provider) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo + i >= cat->nregions ||
+	    strcmp(cat->regions[lo + i].provider, provider) != 0)
+		return NULL;
+	return cat->regions[lo + i].name;
+}
+
+const struct resolver_offer *catalog_offer_in(const struct resolver_instance *t,
+					      const char *region)
+{
+	for (size_t i = 0; i < t->noffers; i++)
+		if (strcmp(t->offers[i].region, region) == 0)
+			return &t->offers[i];
+	return NULL;
+}
+
+size_t catalog_offer_count(const struct catalog *cat)
+{
+	return cat->noffers;
 }
 
 const struct hierarchy *catalog_hierarchy(const struct catalog *cat)

@@ -5,10 +5,16 @@
 
 #include <stddef.h>
 
-extern const char catalog_data_instance_types[];
-extern const size_t catalog_data_instance_types_size;
-extern const char catalog_data_instance_extras[];
-extern const size_t catalog_data_instance_extras_size;
+extern const char catalog_data_types[];
+extern const size_t catalog_data_types_size;
+extern const char catalog_data_offers[];
+extern const size_t catalog_data_offers_size;
+extern const char catalog_data_regions[];
+extern const size_t catalog_data_regions_size;
+extern const char catalog_data_platform_types_added[];
+extern const size_t catalog_data_platform_types_added_size;
+extern const char catalog_data_machine_types_added[];
+extern const size_t catalog_data_machine_types_added_size;
 extern const char catalog_data_platform_types[];
 extern const size_t catalog_data_platform_types_size;
 extern const char catalog_data_machine_types[];

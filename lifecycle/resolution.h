@@ -23,8 +23,18 @@ void resolution_env_close(struct resolution_env *env);
 /* An environment over a catalog built by the caller (benchmarks, tests),
  * which it takes over; NULL when out of memory (the catalog is closed). */
 struct catalog;
+struct catalog_source;
 struct resolution_env *resolution_env_wrap(const struct config *cfg,
 					   struct catalog *cat);
+
+/* Replace the catalog by the compiled-in one with the n sources' rows in
+ * place of their providers' (a refresh, or none to go back), plus the
+ * providers' own types. *notes (malloc'd, may be NULL) tells what the
+ * sources placed or left out. 0, or -errno with err; the catalog in use
+ * is then unchanged. */
+int resolution_env_replace(struct resolution_env *env,
+			   const struct catalog_source *src, size_t n,
+			   char **notes, char *err, size_t errlen);
 
 /*
  * Check a type name written to assumption file `field` (an index into
@@ -37,7 +47,8 @@ int resolution_check_name(const struct resolution_env *env, int field,
 
 /*
  * Resolve: on success *text is the malloc'd content of `resolution`, one
- * line per role: "ROLE<TAB>PROVIDER<TAB>TYPE<TAB>PRICE/HOUR". On failure
+ * line per role: "ROLE<TAB>PROVIDER<TAB>TYPE<TAB>PRICE/HOUR<TAB>REGION<TAB>
+ * ZONES" (REGION and ZONES "-" when none or unknown). On failure
  * returns -errno and one sentence in why.
  */
 int resolution_run(struct resolution_env *env, resolution_value_fn value,
@@ -55,6 +66,19 @@ const char *resolution_provider_type(const struct resolution_env *env,
 				     const char *provider, size_t i);
 int resolution_type_exists(const struct resolution_env *env,
 			   const char *provider, const char *type);
+/* A provider's regions by name: i = 0, 1, ... until NULL. */
+const char *resolution_provider_region(const struct resolution_env *env,
+				       const char *provider, size_t i);
+/* The types offered in a region, one name per line (malloc'd); -ENOENT
+ * when the provider has no such region. */
+int resolution_region_types(const struct resolution_env *env,
+			    const char *provider, const char *region,
+			    char **names, size_t *len);
+/* The prices the catalog has for an offer (NAN when unknown); -ENOENT
+ * when it has no such offer. */
+int resolution_offer_price(const struct resolution_env *env,
+			   const char *provider, const char *type,
+			   const char *region, double *price, double *spot);
 const char *resolution_feature_name(size_t i);
 /* The content of one feature file ("16G\n", "" when unknown), malloc'd;
  * -ENOENT when there is no such type or file. */

@@ -105,13 +105,13 @@ struct provider_catalog_type {
 	double vcpus, memory_bytes;
 	double accelerator_count;	 /* whole devices (1 for a partition) */
 	double accelerator_memory_bytes; /* per device (or partition) */
-	const char *accelerator;	 /* "NVIDIA_H100", or the API's "GB300" */
+	const char *accelerator; /* "NVIDIA_H100", or the API's "GB300" */
 	const char *accelerator_manufacturer; /* "NVIDIA", "AWS", "AMD", ... */
 	const char *accelerator_type;	      /* "GPU", "NPU", "FPGA", "XPU" */
 	const char *accelerator_architecture; /* "Hopper", "NeuronCore_v2" */
 	const char *processor_manufacturer;   /* "Intel", "AMD", "AWS" */
 	const char *processor;		      /* "AWSGraviton3" */
-	const char *storage_type;	      /* "StorageType_EC2_EBSOnly" ... */
+	const char *storage_type; /* "StorageType_EC2_EBSOnly" ... */
 	double storage_bytes;
 	double network_bits_per_s;
 	bool network_up_to; /* network_bits_per_s is an "up to" ceiling */
@@ -275,8 +275,7 @@ struct provider_ops {
 	 * failed as a whole (the catalog then stays as it was). */
 	int (*catalog_refresh)(struct provider *p,
 			       const struct provider_catalog_sink *sink,
-			       struct cancel *cancel, char *err,
-			       size_t errlen);
+			       struct cancel *cancel, char *err, size_t errlen);
 	void (*close)(struct provider *p);
 };
 
@@ -315,6 +314,7 @@ struct provider_type {
 	char name[64];
 	double vcpus, memory_bytes, accelerators; /* NAN: unknown */
 	char accelerator[64];			  /* a type name, or "" */
+	char architecture[16]; /* "x86_64", "arm64" (or "aarch64"), or "" */
 	/* Where it is defined, for errors ("FILE: [hosts.NAME]"); "" for a
 	 * detected type, whose unknown accelerator is then left out. */
 	char origin[PATH_MAX + 64];
@@ -351,8 +351,7 @@ struct provider_entry {
 	 * profile's region, [ec2] region; gcp: [gcp] region), written to buf:
 	 * 1; 0 when none is configured (resolution then considers every
 	 * region). Never fails, never touches a network. */
-	int (*default_region)(const struct config *conf, char *buf,
-			      size_t len);
+	int (*default_region)(const struct config *conf, char *buf, size_t len);
 };
 
 /* Every provider, NULL-terminated, and one by name (NULL: none). */

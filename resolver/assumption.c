@@ -1,4 +1,4 @@
-/* Assumption values: the table of the 18 instance-assumption files, the
+/* Assumption values: the table of the 19 instance-assumption files, the
  * parser and normaliser of their values (quantities and type names), and the
  * test of a known feature value against a parsed quantity. */
 #include "resolver/assumption.h"
@@ -28,6 +28,7 @@ const struct assumption_field assumption_fields[] = {
 	{"storage_type", ASSUMPTION_TYPE},
 	{"storage_size", ASSUMPTION_BYTES},
 	{"network_performance", ASSUMPTION_BITRATE},
+	{"node_architecture", ASSUMPTION_TYPE},
 };
 
 const size_t assumption_field_count =

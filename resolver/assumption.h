@@ -44,7 +44,7 @@ struct assumption_field {
 	enum assumption_kind kind;
 };
 
-/* The 18 instance-assumption files, in DESIGN §1 order. */
+/* The 19 instance-assumption files, in DESIGN §1 order. */
 extern const struct assumption_field assumption_fields[];
 extern const size_t assumption_field_count;
 

@@ -17,9 +17,26 @@ bool resolver_match_field(const struct hierarchy *h,
 
 	if (a->op == ASSUMPTION_ANY)
 		return true;
+	if (it->noffers &&
+	    (int)field == assumption_field_find("cluster_locale")) {
+		for (size_t i = 0; i < it->noffers; i++)
+			if (resolver_offer_allowed(h, q, &it->offers[i]))
+				return true;
+		return false;
+	}
 	if (a->op != ASSUMPTION_NAME)
 		return assumption_holds(a, it->number[field]);
 	return hierarchy_is_a(h, it->type[field], q->type[field]);
+}
+
+bool resolver_offer_allowed(const struct hierarchy *h,
+			    const struct resolver_query *q,
+			    const struct resolver_offer *o)
+{
+	int f = assumption_field_find("cluster_locale");
+
+	return q->a[f].op == ASSUMPTION_ANY ||
+	       hierarchy_is_a(h, o->locale, q->type[f]);
 }
 
 bool resolver_match(const struct hierarchy *h, const struct resolver_query *q,
@@ -67,11 +84,14 @@ void resolver_feature_text(const struct hierarchy *h, size_t field,
 {
 	enum assumption_kind kind = assumption_fields[field].kind;
 
+	int id = it->type[field];
+
+	/* A region's type: the cheapest offer's, as resolution sees it. */
+	if (it->noffers &&
+	    (int)field == assumption_field_find("cluster_locale"))
+		id = it->offers[0].locale;
 	if (kind == ASSUMPTION_TYPE)
-		snprintf(buf, len, "%s",
-			 it->type[field] >= 0
-				 ? hierarchy_name(h, it->type[field])
-				 : "");
+		snprintf(buf, len, "%s", id >= 0 ? hierarchy_name(h, id) : "");
 	else
 		resolver_quantity_text(kind, it->number[field], buf, len);
 }

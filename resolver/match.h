@@ -11,15 +11,29 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define RESOLVER_FIELDS 18
+#define RESOLVER_FIELDS 19
 
-/* One instance type's features, indexed like assumption_fields. */
+/* Where a type is sold: one region, its prices and zones. */
+struct resolver_offer {
+	const char *region; /* the provider's name: "eu-west-1" */
+	const char *zones;  /* space-separated; "" = unknown */
+	double price, spot; /* USD per hour (on-demand, spot); NAN = unknown */
+	int locale;	    /* the region's cluster_locale type id */
+};
+
+/* One instance type's features, indexed like assumption_fields, and the
+ * regions that offer it, cheapest first (unknown prices last). A type
+ * without offers (this machine, a host) has no region: its locale is its
+ * cluster_locale feature (usually unknown). */
 struct resolver_instance {
 	const char *provider; /* cclfs provider name: "local", "ec2", "gcp" */
 	const char *name;     /* the provider's type name: "t3.xlarge" */
+	const struct resolver_offer *offers;
+	size_t noffers;
 	double number[RESOLVER_FIELDS]; /* quantities; NAN = unknown */
 	int type[RESOLVER_FIELDS];	/* hierarchy ids; -1 = unknown */
-	double price;			/* USD per hour; NAN = unknown */
+	double price; /* USD per hour, the lowest known of its offers; NAN =
+			 unknown */
 };
 
 /* What a role asks for: the assumptions, and for each type name the id of
@@ -35,7 +49,13 @@ bool resolver_match_field(const struct hierarchy *h,
 			  const struct resolver_query *q, size_t field,
 			  const struct resolver_instance *it);
 
-/* Whether every assumption of q holds for it. */
+/* Whether offer o is in a region cluster_locale of q allows. */
+bool resolver_offer_allowed(const struct hierarchy *h,
+			    const struct resolver_query *q,
+			    const struct resolver_offer *o);
+
+/* Whether every assumption of q holds for it (cluster_locale: for at least
+ * one of its offers). */
 bool resolver_match(const struct hierarchy *h, const struct resolver_query *q,
 		    const struct resolver_instance *it);
 

@@ -23,6 +23,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1317,6 +1318,7 @@ static int local_types(const struct config *conf, struct provider_type **out,
 {
 	struct local_features lf;
 	struct provider_type *t = calloc(1, sizeof(*t));
+	struct utsname u;
 
 	(void)conf;
 	if (!t) {
@@ -1330,6 +1332,11 @@ static int local_types(const struct config *conf, struct provider_type **out,
 	t->accelerators = lf.gpus;
 	snprintf(t->accelerator, sizeof(t->accelerator), "%s",
 		 lf.gpus > 0 ? lf.gpu : "");
+	/* The kernel's name of this machine's architecture: x86_64, aarch64
+	 * (the catalog's alias of arm64). */
+	if (uname(&u) == 0)
+		snprintf(t->architecture, sizeof(t->architecture), "%.15s",
+			 u.machine);
 	*out = t;
 	*n = 1;
 	return 0;

@@ -164,6 +164,7 @@ static void test_fields(void)
 		"storage_type",
 		"storage_size",
 		"network_performance",
+		"node_architecture",
 	};
 	static const enum assumption_kind kinds[] = {
 		ASSUMPTION_TYPE,  ASSUMPTION_TYPE,  ASSUMPTION_TYPE,
@@ -172,10 +173,11 @@ static void test_fields(void)
 		ASSUMPTION_TYPE,  ASSUMPTION_TYPE,  ASSUMPTION_TYPE,
 		ASSUMPTION_TYPE,  ASSUMPTION_TYPE,  ASSUMPTION_TYPE,
 		ASSUMPTION_TYPE,  ASSUMPTION_BYTES, ASSUMPTION_BITRATE,
+		ASSUMPTION_TYPE,
 	};
 
-	CHECK(assumption_field_count == 18);
-	for (size_t i = 0; i < 18 && i < assumption_field_count; i++) {
+	CHECK(assumption_field_count == 19);
+	for (size_t i = 0; i < 19 && i < assumption_field_count; i++) {
 		CHECK_WHY(strcmp(assumption_fields[i].name, names[i]) == 0,
 			  names[i]);
 		CHECK_WHY(assumption_fields[i].kind == kinds[i], names[i]);

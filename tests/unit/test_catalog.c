@@ -1,6 +1,7 @@
 /* Unit tests of the catalog (catalog/): the compiled-in data loads, agrees
- * with the CSV files it came from, and its hierarchy and ordering hold; and
- * of the local provider's GPU detection (providers/local). */
+ * with the CSV files it came from, its hierarchy, offers and ordering hold,
+ * a provider's rows are replaced by a refresh's; and of the local
+ * provider's GPU detection (providers/local). */
 #include "catalog/catalog.h"
 #include "check.h"
 #include "providers/local/local.h"
@@ -43,8 +44,12 @@ static void test_catalog(const char *data)
 		fprintf(stderr, "  %s\n", err);
 		return;
 	}
-	snprintf(path, sizeof(path), "%s/instance_types.csv", data);
-	CHECK(csv_rows(path, "ec2") > 600);
+	snprintf(path, sizeof(path), "%s/offers.csv", data);
+	CHECK(csv_rows(path, "ec2") > 19000);
+	CHECK(catalog_offer_count(cat) ==
+	      csv_rows(path, "ec2") + csv_rows(path, "gcp"));
+	snprintf(path, sizeof(path), "%s/types.csv", data);
+	CHECK(csv_rows(path, "ec2") > 1200);
 	CHECK(catalog_count(cat) ==
 	      csv_rows(path, "ec2") + csv_rows(path, "gcp"));
 	for (size_t i = 0; catalog_provider_type(cat, "ec2", i); i++)
@@ -76,6 +81,14 @@ static void test_catalog(const char *data)
 		mt = assumption_field_find("node_machinetype");
 		CHECK(t->number[vc] == 48);
 		CHECK(t->price == 5.672);
+		/* Its offers: us-east-1 priced, with zones; others unpriced. */
+		CHECK(catalog_offer_in(t, "us-east-1") &&
+		      catalog_offer_in(t, "us-east-1")->price == 5.672 &&
+		      strstr(catalog_offer_in(t, "us-east-1")->zones,
+			     "us-east-1"));
+		CHECK(catalog_offer_in(t, "eu-west-1") &&
+		      isnan(catalog_offer_in(t, "eu-west-1")->price));
+		CHECK(t->offers[0].price == 5.672); /* priced first */
 		CHECK(strcmp(hierarchy_name(h, t->type[arch]), "Ampere") == 0);
 		CHECK(strcmp(hierarchy_name(h, t->type[mt]),
 			     "EC2Type_G5_12xLarge") == 0);
@@ -89,6 +102,10 @@ static void test_catalog(const char *data)
 		CHECK(!hierarchy_is_a(h,
 				      hierarchy_find(h, (size_t)arch, "Ampere"),
 				      hierarchy_find(h, (size_t)arch, "Ada")));
+		/* v2: Blackwell <: Hopper. */
+		CHECK(hierarchy_is_a(
+			h, hierarchy_find(h, (size_t)arch, "Blackwell"),
+			hierarchy_find(h, (size_t)arch, "Hopper")));
 	}
 	/* local sits under Localhost. */
 	{
@@ -99,7 +116,7 @@ static void test_catalog(const char *data)
 		CHECK(hierarchy_is_a(h, hierarchy_find(h, p, "ec2"),
 				     hierarchy_find(h, p, "CloudProvider")));
 	}
-	CHECK(catalog_add_local(cat, 2, 4.0 * 1024 * 1024 * 1024, 1,
+	CHECK(catalog_add_local(cat, 2, 4.0 * 1024 * 1024 * 1024, "aarch64", 1,
 				"NVIDIA_A10G", err, sizeof(err)) == 0);
 	t = catalog_find(cat, "local", "local");
 	CHECK(t && t == catalog_at(cat, 0)); /* price 0 comes first */
@@ -108,6 +125,68 @@ static void test_catalog(const char *data)
 		      hierarchy_find(
 			      h, (size_t)assumption_field_find("accelerator"),
 			      "NVIDIA_A10G"));
+	/* aarch64 is the catalog's alias of arm64. */
+	CHECK(t && t->type[assumption_field_find("node_architecture")] ==
+			   hierarchy_find(h,
+					  (size_t)assumption_field_find(
+						  "node_architecture"),
+					  "arm64"));
+	CHECK(t && t->noffers == 0);
+	catalog_close(cat);
+}
+
+/* A refresh's rows replace the provider's compiled-in ones, and what the
+ * hierarchy does not know is placed and reported. */
+static void test_catalog_source(void)
+{
+	static const char types[] =
+		"provider,instance_type,vcpus,memory_bytes,accelerator_count,"
+		"accelerator_manufacturer,accelerator,architecture\n"
+		"ec2,t3.xlarge,4,17179869184,0,,,x86_64\n"
+		"ec2,p9.48xlarge,192,2199023255552,8,NVIDIA,GB300,x86_64\n";
+	static const char offers[] = "instance_type,region,price_usd_hour,"
+				     "spot_price_usd_hour,zones\n"
+				     "t3.xlarge,eu-west-1,0.1824,0.05,"
+				     "eu-west-1a eu-west-1b\n"
+				     "t3.xlarge,mars-north-1,9,,\n"
+				     "p9.48xlarge,us-east-1,99,,\n"
+				     "gone.large,us-east-1,1,,\n";
+	struct catalog_source src = {"ec2", types, sizeof(types) - 1, offers,
+				     sizeof(offers) - 1};
+	char err[512] = "";
+	struct catalog *cat = catalog_open_with(&src, 1, err, sizeof(err));
+	const struct resolver_instance *t;
+	const struct hierarchy *h;
+	size_t ec2 = 0, acc = (size_t)assumption_field_find("accelerator");
+
+	CHECK(cat != NULL);
+	if (!cat) {
+		fprintf(stderr, "  %s\n", err);
+		return;
+	}
+	h = catalog_hierarchy(cat);
+	for (size_t i = 0; catalog_provider_type(cat, "ec2", i); i++)
+		ec2++;
+	CHECK(ec2 == 2);
+	CHECK(catalog_find(cat, "gcp", "a3-highgpu-8g") != NULL);
+	t = catalog_find(cat, "ec2", "t3.xlarge");
+	CHECK(t && t->noffers == 2 && t->price == 0.1824);
+	CHECK(t && catalog_offer_in(t, "eu-west-1") &&
+	      catalog_offer_in(t, "eu-west-1")->spot == 0.05 &&
+	      strcmp(catalog_offer_in(t, "eu-west-1")->zones,
+		     "eu-west-1a eu-west-1b") == 0);
+	/* The compiled-in alias still names the machine type. */
+	CHECK(t && hierarchy_find(
+			   h, (size_t)assumption_field_find("node_machinetype"),
+			   "t3.xlarge") >= 0);
+	t = catalog_find(cat, "ec2", "p9.48xlarge");
+	CHECK(t && t->type[acc] >= 0 &&
+	      hierarchy_is_a(h, t->type[acc],
+			     hierarchy_find(h, acc, "NVIDIAAccelerator")));
+	CHECK(strstr(catalog_notes(cat), "GB300") != NULL);
+	CHECK(strstr(catalog_notes(cat), "mars-north-1") != NULL);
+	CHECK(strstr(catalog_notes(cat), "1 offers name a type") != NULL);
+	CHECK(catalog_provider_region(cat, "ec2", 0) != NULL);
 	catalog_close(cat);
 }
 
@@ -170,6 +249,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s CATALOG_DATA_DIR\n", argv[0]);
 		return 2;
 	}
+	test_catalog_source();
 	test_catalog(argv[1]);
 	test_gpus();
 	return check_summary("catalog");

@@ -99,7 +99,7 @@ int main(void)
 	}
 	CHECK(contract_field_by_path("manager/resolve") < 0);
 	CHECK(contract_field_by_path("nonsense") < 0);
-	CHECK(contract_field_count() == 26 + 18 + 18 + 15);
+	CHECK(contract_field_count() == 27 + 19 + 19 + 15);
 	CHECK(contract_dir_find("manager") == CONTRACT_DIR_MANAGER);
 	CHECK(contract_dir_find("clusters") == CONTRACT_DIR_CLUSTERS);
 	CHECK(contract_dir_find("bogus") < 0);
