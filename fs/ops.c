@@ -137,6 +137,8 @@ static bool fs_writable(const struct fspath *p)
 		return model_cluster_file_writable(p->file);
 	if (p->kind == FSPATH_NODE_FILE)
 		return model_node_file_writable(p->file);
+	if (p->kind == FSPATH_CATALOG_REFRESH)
+		return true;
 	return p->kind == FSPATH_CONTRACT_FILE &&
 	       contract_field_at((size_t)p->field)->file !=
 		       CONTRACT_FILE_GENERATED;
@@ -233,6 +235,65 @@ static const char fs_why_modes[] =
 	"the modes and owners of cclfs's own files tell what can be done with "
 	"them and do not change";
 
+/* Whether `word` is one of the lines of text. */
+static bool fs_line_in(const char *text, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *l = text; l && *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t len = nl ? (size_t)(nl - l) : strlen(l);
+
+		if (len == n && strncmp(l, word, n) == 0)
+			return true;
+		l = nl ? nl + 1 : NULL;
+	}
+	return false;
+}
+
+/* catalog/PROVIDER/refresh and catalog/regions/... */
+static int fs_stat_catalog_more(struct model *m, const struct fspath *p,
+				struct stat *st)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int64_t ns = 0;
+	int rc = 0;
+
+	switch (p->kind) {
+	case FSPATH_CATALOG_REFRESH:
+		rc = model_catalog_refresh_read(m, p->provider, &buf, &len,
+						&ns);
+		if (rc == 0)
+			fs_fill(st, S_IFREG | 0644, 1, len, ns);
+		break;
+	case FSPATH_CATALOG_REGION_PROVIDER:
+		if (!model_catalog_region(m, p->provider, 0))
+			return -ENOENT;
+		fs_fill(st, S_IFDIR | 0755, 2, 0, model_catalog_ns(m));
+		break;
+	case FSPATH_CATALOG_REGION:
+	case FSPATH_CATALOG_REGION_TYPE:
+		rc = model_catalog_region_types(m, p->provider, p->region, &buf,
+						&len);
+		if (rc == 0 && p->kind == FSPATH_CATALOG_REGION)
+			fs_fill(st, S_IFDIR | 0755, 2, 0, model_catalog_ns(m));
+		else if (rc == 0 && fs_line_in(buf, p->type))
+			fs_fill(st, S_IFLNK | 0777, 1,
+				strlen("../../../") + strlen(p->provider) + 1 +
+					strlen(p->type),
+				model_catalog_ns(m));
+		else if (rc == 0)
+			rc = -ENOENT;
+		break;
+	default:
+		rc = -ENOENT;
+		break;
+	}
+	free(buf);
+	return rc;
+}
+
 static int fs_stat_path(const struct fspath *p, struct stat *st)
 {
 	struct model *m = fs_ctx()->model;
@@ -251,7 +312,8 @@ static int fs_stat_path(const struct fspath *p, struct stat *st)
 		fs_fill(st, S_IFDIR | 0755, 2, 0, a.mtime_ns);
 		break;
 	case FSPATH_CATALOG:
-		fs_fill(st, S_IFDIR | 0755, 2, 0, fs_mounted_ns());
+	case FSPATH_CATALOG_REGIONS:
+		fs_fill(st, S_IFDIR | 0755, 2, 0, model_catalog_ns(m));
 		break;
 	case FSPATH_CONTRACTS:
 		model_contracts_stat(m, &a);
@@ -337,12 +399,12 @@ static int fs_stat_path(const struct fspath *p, struct stat *st)
 	case FSPATH_CATALOG_PROVIDER:
 		if (!model_catalog_type(m, p->provider, 0))
 			return -ENOENT;
-		fs_fill(st, S_IFDIR | 0755, 2, 0, fs_mounted_ns());
+		fs_fill(st, S_IFDIR | 0755, 2, 0, model_catalog_ns(m));
 		break;
 	case FSPATH_CATALOG_TYPE:
 		if (!model_catalog_type_exists(m, p->provider, p->type))
 			return -ENOENT;
-		fs_fill(st, S_IFDIR | 0755, 2, 0, fs_mounted_ns());
+		fs_fill(st, S_IFDIR | 0755, 2, 0, model_catalog_ns(m));
 		break;
 	case FSPATH_CATALOG_FILE: {
 		char *buf = NULL;
@@ -352,9 +414,13 @@ static int fs_stat_path(const struct fspath *p, struct stat *st)
 					   &buf, &len);
 		free(buf);
 		if (rc == 0)
-			fs_fill(st, S_IFREG | 0444, 1, len, fs_mounted_ns());
+			fs_fill(st, S_IFREG | 0444, 1, len,
+				model_catalog_ns(m));
 		break;
 	}
+	default:
+		rc = fs_stat_catalog_more(m, p, st);
+		break;
 	}
 	return rc;
 }
@@ -555,7 +621,31 @@ static void fs_list_clusters(struct fs_lister *l, const struct fspath *dirp)
 	}
 }
 
-/* catalog/, catalog/PROVIDER/ and catalog/PROVIDER/TYPE/. */
+/* catalog/regions/PROVIDER/REGION/: a symlink per type offered there. */
+static void fs_list_region(struct fs_lister *l, struct fspath *p)
+{
+	char *names = NULL;
+	size_t len = 0;
+
+	if (model_catalog_region_types(fs_ctx()->model, p->provider, p->region,
+				       &names, &len))
+		return;
+	p->kind = FSPATH_CATALOG_REGION_TYPE;
+	for (char *name = names; *name;) {
+		char *nl = strchr(name, '\n');
+
+		if (nl)
+			*nl = '\0';
+		snprintf(p->type, sizeof(p->type), "%s", name);
+		if (fs_list_entry(l, p, name) || !nl)
+			break;
+		name = nl + 1;
+	}
+	free(names);
+}
+
+/* catalog/, catalog/PROVIDER/, catalog/PROVIDER/TYPE/ and
+ * catalog/regions/... */
 static void fs_list_catalog(struct fs_lister *l, const struct fspath *dirp)
 {
 	struct model *m = fs_ctx()->model;
@@ -565,16 +655,43 @@ static void fs_list_catalog(struct fs_lister *l, const struct fspath *dirp)
 
 	switch (dirp->kind) {
 	case FSPATH_CATALOG:
+	case FSPATH_CATALOG_REGIONS:
 		n = model_catalog_providers(m, providers, 16);
-		p.kind = FSPATH_CATALOG_PROVIDER;
+		p.kind = dirp->kind == FSPATH_CATALOG
+				 ? FSPATH_CATALOG_PROVIDER
+				 : FSPATH_CATALOG_REGION_PROVIDER;
 		for (size_t i = 0; i < n; i++) {
 			snprintf(p.provider, sizeof(p.provider), "%s",
 				 providers[i]);
+			if (dirp->kind == FSPATH_CATALOG_REGIONS &&
+			    !model_catalog_region(m, providers[i], 0))
+				continue;
 			if (fs_list_entry(l, &p, providers[i]))
 				return;
 		}
+		if (dirp->kind == FSPATH_CATALOG) {
+			p.kind = FSPATH_CATALOG_REGIONS;
+			fs_list_entry(l, &p, "regions");
+		}
+		break;
+	case FSPATH_CATALOG_REGION_PROVIDER:
+		p.kind = FSPATH_CATALOG_REGION;
+		for (size_t i = 0;
+		     (name = model_catalog_region(m, dirp->provider, i)); i++) {
+			snprintf(p.region, sizeof(p.region), "%s", name);
+			if (fs_list_entry(l, &p, name))
+				return;
+		}
+		break;
+	case FSPATH_CATALOG_REGION:
+		fs_list_region(l, &p);
 		break;
 	case FSPATH_CATALOG_PROVIDER:
+		if (model_catalog_refresh_exists(m, dirp->provider)) {
+			p.kind = FSPATH_CATALOG_REFRESH;
+			if (fs_list_entry(l, &p, "refresh"))
+				return;
+		}
 		p.kind = FSPATH_CATALOG_TYPE;
 		for (size_t i = 0;
 		     (name = model_catalog_type(m, dirp->provider, i)); i++) {
@@ -650,6 +767,9 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 	case FSPATH_CATALOG:
 	case FSPATH_CATALOG_PROVIDER:
 	case FSPATH_CATALOG_TYPE:
+	case FSPATH_CATALOG_REGIONS:
+	case FSPATH_CATALOG_REGION_PROVIDER:
+	case FSPATH_CATALOG_REGION:
 		fs_list_catalog(&l, &p);
 		break;
 	case FSPATH_CLUSTERS:
@@ -685,6 +805,10 @@ static int fs_readlink(const char *path, char *buf, size_t size)
 		return rc;
 	if (p.kind == FSPATH_CONTRACT_LINK) {
 		snprintf(buf, size, "../../../clusters/%s", p.handle);
+		return 0;
+	}
+	if (p.kind == FSPATH_CATALOG_REGION_TYPE) {
+		snprintf(buf, size, "../../../%s/%s", p.provider, p.type);
 		return 0;
 	}
 	if (p.kind == FSPATH_CLUSTER_CONTRACT &&
@@ -765,7 +889,9 @@ static int fs_unlink_tree(const char *path)
 		return 0; /* rm -r of a contract: the cluster stays */
 	if (p.kind == FSPATH_README || p.kind == FSPATH_CATALOG_FILE ||
 	    p.kind == FSPATH_CLUSTER_FILE || p.kind == FSPATH_NODE_FILE ||
-	    p.kind == FSPATH_CLUSTER_CONTRACT)
+	    p.kind == FSPATH_CLUSTER_CONTRACT ||
+	    p.kind == FSPATH_CATALOG_REFRESH ||
+	    p.kind == FSPATH_CATALOG_REGION_TYPE)
 		return fs_refuse(&p, NULL, EPERM,
 				 "the files of a cluster go with it: rmdir "
 				 "the cluster's folder once it is terminated");
@@ -897,6 +1023,13 @@ static int fs_utimens_tree(const char *path, const struct timespec tv[2],
 	      p.kind == FSPATH_NODE_FILE) &&
 	     !fs_writable(&p)))
 		return fs_refuse(&p, NULL, EACCES, fs_why_readonly);
+	if (p.kind == FSPATH_CATALOG_REFRESH) {
+		if (tv[0].tv_nsec != UTIME_NOW || tv[1].tv_nsec != UTIME_NOW)
+			return 0;
+		inval_serve(path);
+		return fs_done(model_catalog_refresh_write(fs_ctx()->model,
+							   p.provider, "", 0));
+	}
 	if (p.kind == FSPATH_CLUSTER_FILE) {
 		if (tv[0].tv_nsec != UTIME_NOW || tv[1].tv_nsec != UTIME_NOW)
 			return 0;
@@ -958,6 +1091,12 @@ static int fs_snapshot(struct fshandle *h)
 				close(h->fd);
 			h->fd = fd;
 		}
+	} else if (h->path.kind == FSPATH_CATALOG_REFRESH) {
+		int rc = model_catalog_refresh_read(
+			fs_ctx()->model, h->path.provider, &snap, &len, NULL);
+
+		if (rc)
+			return rc;
 	} else if (h->path.kind == FSPATH_CATALOG_FILE) {
 		int rc = model_catalog_feature(fs_ctx()->model,
 					       h->path.provider, h->path.type,
@@ -989,7 +1128,7 @@ static int fs_open_tree(const char *path, struct fuse_file_info *fi)
 		return rc;
 	if (p.kind != FSPATH_README && p.kind != FSPATH_CONTRACT_FILE &&
 	    p.kind != FSPATH_CATALOG_FILE && p.kind != FSPATH_CLUSTER_FILE &&
-	    p.kind != FSPATH_NODE_FILE)
+	    p.kind != FSPATH_NODE_FILE && p.kind != FSPATH_CATALOG_REFRESH)
 		return -EISDIR;
 	if (acc != O_RDONLY && !fs_writable(&p)) {
 		/* The kernel checks modes, but root passes that check. */
@@ -1146,6 +1285,11 @@ static int fs_write_handle(struct fshandle *h, const char *data, size_t size,
 
 	if (!fs_writable(&h->path))
 		return fs_refuse(&h->path, NULL, EACCES, fs_why_readonly);
+	if (h->path.kind == FSPATH_CATALOG_REFRESH) {
+		rc = model_catalog_refresh_write(m, h->path.provider, data,
+						 size);
+		return rc ? rc : (int)size;
+	}
 	if (h->path.kind == FSPATH_CLUSTER_FILE ||
 	    h->path.kind == FSPATH_NODE_FILE) {
 		if (model_cluster_file_is_command(

@@ -4,6 +4,7 @@
 #include "fs/path.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -100,6 +101,36 @@ static int fspath_files(const char *path, struct fspath *out)
 	return 1;
 }
 
+/* catalog/PROVIDER[/refresh | /TYPE[/FEATURE]] and
+ * catalog/regions[/PROVIDER[/REGION[/TYPE]]] (n >= 2). No provider is
+ * called "regions" and no type "refresh". */
+static int fspath_catalog(char **part, int n, struct fspath *out)
+{
+	bool regions = strcmp(part[1], "regions") == 0;
+	char *plain[4] = {out->provider, out->type, out->feature, NULL};
+	char *by_region[4] = {NULL, out->provider, out->region, out->type};
+	static const enum fspath_kind plain_kind[] = {FSPATH_CATALOG_PROVIDER,
+						      FSPATH_CATALOG_TYPE,
+						      FSPATH_CATALOG_FILE};
+	static const enum fspath_kind region_kind[] = {
+		FSPATH_CATALOG_REGIONS, FSPATH_CATALOG_REGION_PROVIDER,
+		FSPATH_CATALOG_REGION, FSPATH_CATALOG_REGION_TYPE};
+	char **dst = regions ? by_region : plain;
+
+	if (n - 1 > (regions ? 4 : 3))
+		return -ENOENT;
+	for (int i = 1; i < n; i++)
+		if (dst[i - 1] &&
+		    snprintf(dst[i - 1], FSPATH_CATALOG_NAME_MAX + 1, "%s",
+			     part[i]) > FSPATH_CATALOG_NAME_MAX)
+			return -ENOENT;
+	out->kind = regions ? region_kind[n - 2] : plain_kind[n - 2];
+	if (out->kind == FSPATH_CATALOG_TYPE &&
+	    strcmp(out->type, "refresh") == 0)
+		out->kind = FSPATH_CATALOG_REFRESH;
+	return 0;
+}
+
 int fspath_parse(const char *path, struct fspath *out)
 {
 	char buf[512];
@@ -131,18 +162,8 @@ int fspath_parse(const char *path, struct fspath *out)
 	}
 	if (strcmp(part[0], "clusters") == 0)
 		return fspath_cluster(part, n, out);
-	if (strcmp(part[0], "catalog") == 0) {
-		char *dst[3] = {out->provider, out->type, out->feature};
-
-		for (int i = 1; i < n && i <= 3; i++)
-			if (snprintf(dst[i - 1], FSPATH_CATALOG_NAME_MAX + 1,
-				     "%s", part[i]) > FSPATH_CATALOG_NAME_MAX)
-				return -ENOENT;
-		out->kind = n == 2   ? FSPATH_CATALOG_PROVIDER
-			    : n == 3 ? FSPATH_CATALOG_TYPE
-				     : FSPATH_CATALOG_FILE;
-		return 0;
-	}
+	if (strcmp(part[0], "catalog") == 0)
+		return fspath_catalog(part, n, out);
 	if (strcmp(part[0], "contracts") != 0 ||
 	    strlen(part[1]) > CONTRACT_NAME_MAX)
 		return -ENOENT;

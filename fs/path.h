@@ -15,17 +15,22 @@ enum fspath_kind {
 	FSPATH_CONTRACT_FILE, /* a file of the contract schema */
 	FSPATH_CLUSTERS,
 	FSPATH_CATALOG,
-	FSPATH_CATALOG_PROVIDER, /* catalog/PROVIDER */
-	FSPATH_CATALOG_TYPE,	 /* catalog/PROVIDER/TYPE */
-	FSPATH_CATALOG_FILE,	 /* catalog/PROVIDER/TYPE/FEATURE */
-	FSPATH_CONTRACT_LINK,	 /* contracts/NAME/clusters/HANDLE */
-	FSPATH_CLUSTER,		 /* clusters/HANDLE */
-	FSPATH_CLUSTER_CONTRACT, /* clusters/HANDLE/contract (symlink) */
-	FSPATH_CLUSTER_FILE,	 /* clusters/HANDLE/FILE */
-	FSPATH_CLUSTER_NODES,	 /* clusters/HANDLE/nodes */
-	FSPATH_NODE,		 /* clusters/HANDLE/nodes/NODE */
-	FSPATH_NODE_FILE,	 /* clusters/HANDLE/nodes/NODE/FILE */
-	FSPATH_NODE_FILES,	 /* clusters/HANDLE/nodes/NODE/files[/REL] */
+	FSPATH_CATALOG_PROVIDER,	/* catalog/PROVIDER */
+	FSPATH_CATALOG_TYPE,		/* catalog/PROVIDER/TYPE */
+	FSPATH_CATALOG_FILE,		/* catalog/PROVIDER/TYPE/FEATURE */
+	FSPATH_CATALOG_REFRESH,		/* catalog/PROVIDER/refresh */
+	FSPATH_CATALOG_REGIONS,		/* catalog/regions */
+	FSPATH_CATALOG_REGION_PROVIDER, /* catalog/regions/PROVIDER */
+	FSPATH_CATALOG_REGION,		/* catalog/regions/PROVIDER/REGION */
+	FSPATH_CATALOG_REGION_TYPE,	/* .../REGION/TYPE (symlink) */
+	FSPATH_CONTRACT_LINK,		/* contracts/NAME/clusters/HANDLE */
+	FSPATH_CLUSTER,			/* clusters/HANDLE */
+	FSPATH_CLUSTER_CONTRACT,	/* clusters/HANDLE/contract (symlink) */
+	FSPATH_CLUSTER_FILE,		/* clusters/HANDLE/FILE */
+	FSPATH_CLUSTER_NODES,		/* clusters/HANDLE/nodes */
+	FSPATH_NODE,			/* clusters/HANDLE/nodes/NODE */
+	FSPATH_NODE_FILE,		/* clusters/HANDLE/nodes/NODE/FILE */
+	FSPATH_NODE_FILES, /* clusters/HANDLE/nodes/NODE/files[/REL] */
 };
 
 #define FSPATH_CATALOG_NAME_MAX 127
@@ -39,6 +44,7 @@ struct fspath {
 	char provider[FSPATH_CATALOG_NAME_MAX + 1];
 	char type[FSPATH_CATALOG_NAME_MAX + 1];
 	char feature[FSPATH_CATALOG_NAME_MAX + 1];
+	char region[FSPATH_CATALOG_NAME_MAX + 1];
 	/* clusters: the handle, the node folder and the file */
 	char handle[CONTRACT_NAME_MAX + 1];
 	char node[16];

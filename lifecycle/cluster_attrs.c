@@ -103,6 +103,14 @@ static void cluster_show_info(struct model *m, struct cluster *c,
 								 : "nodes",
 				       n->provider, n->instance_type);
 	}
+	{
+		/* The region the deploy went to (see cluster_deploy). */
+		const char *r = strstr(c->options, "region=");
+
+		if (r && (r == c->options || r[-1] == '\n'))
+			cluster_printf(t, "region: %.*s\n",
+				       (int)strcspn(r + 7, "\n"), r + 7);
+	}
 	cluster_printf(t, "node_count: %d\nnode_process_count: %d\n",
 		       c->node_count, c->process_count);
 	cluster_printf(t, "created: %s\n", when);

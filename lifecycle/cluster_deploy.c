@@ -175,25 +175,30 @@ int cluster_contract_busy(struct model *m, const char *contract, char *why,
 	return 0;
 }
 
-/* A role's line of a resolution: "ROLE\tPROVIDER\tTYPE\tPRICE". */
+/* A role's line of a resolution: "ROLE\tPROVIDER\tTYPE\tPRICE\tREGION\t
+ * ZONES" (a resolution stored before regions has the first four: no
+ * region). */
 static int cluster_role(const char *resolution, const char *role,
-			char provider[16], char type[64], double *price)
+			char provider[16], char type[64], double *price,
+			char region[64])
 {
 	const char *line = resolution;
 	size_t n = strlen(role);
 
 	for (; line && *line;
 	     line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
-		char p[16], t[64], pr[32];
+		char p[16], t[64], pr[32], r[64] = "-";
 
 		if (strncmp(line, role, n) != 0 || line[n] != '\t')
 			continue;
-		if (sscanf(line + n + 1, "%15[^\t]\t%63[^\t]\t%31[^\n]", p, t,
-			   pr) != 3)
+		if (sscanf(line + n + 1,
+			   "%15[^\t]\t%63[^\t]\t%31[^\t\n]\t%63[^\t\n]", p, t,
+			   pr, r) < 3)
 			return -1;
 		memcpy(provider, p, sizeof(p));
 		memcpy(type, t, sizeof(t));
 		*price = strcmp(pr, "unknown") == 0 ? NAN : strtod(pr, NULL);
+		snprintf(region, 64, "%s", strcmp(r, "-") == 0 ? "" : r);
 		return 0;
 	}
 	return -1;
@@ -237,7 +242,7 @@ int cluster_deploy(struct model *m, const struct cluster_request *req,
 		   char *why, size_t whylen)
 {
 	bool mw = strcmp(req->cluster_type, "ManagerWorkers") == 0;
-	char provider[2][16], type[2][64], err[MODEL_ERR_MAX];
+	char provider[2][16], type[2][64], region[2][64], err[MODEL_ERR_MAX];
 	double price[2] = {0, 0};
 	struct cluster *c;
 	int64_t now = model_now();
@@ -248,7 +253,7 @@ int cluster_deploy(struct model *m, const struct cluster_request *req,
 		const char *role = mw ? (r ? "worker" : "manager") : "node";
 
 		if (cluster_role(req->resolution, role, provider[r], type[r],
-				 &price[r])) {
+				 &price[r], region[r])) {
 			snprintf(why, whylen,
 				 "the resolution has no line for the %s role; "
 				 "resolve again",
@@ -308,8 +313,17 @@ int cluster_deploy(struct model *m, const struct cluster_request *req,
 		 req->user ? req->user : "");
 	snprintf(c->ssh_keyfile, sizeof(c->ssh_keyfile), "%s",
 		 req->keyfile ? req->keyfile : "");
-	snprintf(c->options, sizeof(c->options), "%s",
-		 req->options ? req->options : "");
+	/* The resolved region goes to the provider with the config/ options:
+	 * the deploy and every later call of the cluster are made there. */
+	{
+		const char *where = *region[0] ? region[0]
+				    : mw       ? region[1]
+					       : "";
+
+		snprintf(c->options, sizeof(c->options), "%s%s%s%s",
+			 req->options ? req->options : "",
+			 *where ? "region=" : "", where, *where ? "\n" : "");
+	}
 	cluster_new_token(c->token, sizeof(c->token));
 	c->created_ns = c->state_ns = c->error_ns = c->log_ns = now;
 	c->nnodes = (size_t)req->node_count + (mw ? 1 : 0);

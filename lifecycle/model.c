@@ -7,6 +7,7 @@
 #include "lifecycle/config.h"
 #include "lifecycle/contract.h"
 #include "lifecycle/model_priv.h"
+#include "lifecycle/refresh.h"
 #include "lifecycle/resolution.h"
 #include "lifecycle/statedir.h"
 #include "lifecycle/store.h"
@@ -577,6 +578,8 @@ struct model *model_open(const struct model_options *opt, char *err,
 	snprintf(m->statedir, sizeof(m->statedir), "%s", opt->statedir);
 	if (cluster_open(m, err, errlen))
 		goto fail;
+	if (refresh_open(m, err, errlen))
+		goto fail;
 	if (!opt->checked) {
 		char why[MODEL_ERR_MAX];
 
@@ -601,6 +604,7 @@ void model_close(struct model *m)
 {
 	if (!m)
 		return;
+	refresh_close(m);
 	cluster_close(m);
 	for (size_t i = 0; i < m->count; i++)
 		model_contract_free(m->contracts[i]);
@@ -1318,4 +1322,39 @@ int model_catalog_feature(struct model *m, const char *provider,
 {
 	return resolution_feature(m->resolution, provider, type, feature, buf,
 				  len);
+}
+
+int64_t model_catalog_ns(struct model *m)
+{
+	return refresh_catalog_ns(m);
+}
+
+const char *model_catalog_region(struct model *m, const char *provider,
+				 size_t i)
+{
+	return resolution_provider_region(m->resolution, provider, i);
+}
+
+int model_catalog_region_types(struct model *m, const char *provider,
+			       const char *region, char **names, size_t *len)
+{
+	return resolution_region_types(m->resolution, provider, region, names,
+				       len);
+}
+
+bool model_catalog_refresh_exists(struct model *m, const char *provider)
+{
+	return refresh_offered(m, provider);
+}
+
+int model_catalog_refresh_read(struct model *m, const char *provider,
+			       char **buf, size_t *len, int64_t *mtime_ns)
+{
+	return refresh_state(m, provider, buf, len, mtime_ns);
+}
+
+int model_catalog_refresh_write(struct model *m, const char *provider,
+				const char *data, size_t len)
+{
+	return refresh_request(m, provider, data, len);
 }

@@ -4,6 +4,7 @@
 #ifndef CCLFS_LIFECYCLE_MODEL_H
 #define CCLFS_LIFECYCLE_MODEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -238,10 +239,11 @@ int model_files_symlink(struct model_files *f, const char *target,
 int model_files_readlink(struct model_files *f, const char *path, char *buf,
 			 size_t size);
 
-/* catalog/: read-only, the same for the life of the daemon (no lock). The
- * providers, a provider's types (i = 0, 1, ... until NULL), whether a type
- * exists, the names of a type's files (i = 0, 1, ... until NULL), and the
- * content of one (malloc'd; -ENOENT when there is none). */
+/* catalog/: read-only but for PROVIDER/refresh; it changes only when a
+ * refresh (or `default`) replaces it whole. The providers, a provider's
+ * types (i = 0, 1, ... until NULL), whether a type exists, the names of a
+ * type's files (i = 0, 1, ... until NULL), and the content of one
+ * (malloc'd; -ENOENT when there is none). */
 size_t model_catalog_providers(struct model *m, const char **out, size_t max);
 const char *model_catalog_type(struct model *m, const char *provider, size_t i);
 int model_catalog_type_exists(struct model *m, const char *provider,
@@ -250,5 +252,21 @@ const char *model_catalog_feature_name(size_t i);
 int model_catalog_feature(struct model *m, const char *provider,
 			  const char *type, const char *feature, char **buf,
 			  size_t *len);
+/* When the catalog last changed (its files' mtime). */
+int64_t model_catalog_ns(struct model *m);
+/* catalog/regions/PROVIDER/: a provider's regions (i = 0, 1, ... until
+ * NULL), and the types a region offers, one name per line (malloc'd;
+ * -ENOENT when there is no such region). */
+const char *model_catalog_region(struct model *m, const char *provider,
+				 size_t i);
+int model_catalog_region_types(struct model *m, const char *provider,
+			       const char *region, char **names, size_t *len);
+/* catalog/PROVIDER/refresh: whether it exists, its content (malloc'd) and
+ * mtime, and a write or touch of it (see refresh_request). */
+bool model_catalog_refresh_exists(struct model *m, const char *provider);
+int model_catalog_refresh_read(struct model *m, const char *provider,
+			       char **buf, size_t *len, int64_t *mtime_ns);
+int model_catalog_refresh_write(struct model *m, const char *provider,
+				const char *data, size_t len);
 
 #endif

@@ -15,6 +15,7 @@
 struct model_contract;
 struct cluster;
 struct jobs;
+struct refresh;
 struct provider;
 struct provider_entry;
 
@@ -41,7 +42,8 @@ struct model {
 	const struct provider_entry *const *registry;
 	struct provider *providers[MODEL_PROVIDERS_MAX];
 	size_t nproviders;
-	struct jobs *jobs; /* one queue per cluster (by handle) */
+	struct jobs *jobs;	 /* one queue per cluster (by handle) */
+	struct refresh *refresh; /* catalog refreshes (refresh.c) */
 	/* A contract's config/KEY, else cclfs.conf's [defaults] KEY, else ""
 	 * (model locked): set by model.c, so that clusters read their
 	 * contract's configuration without depending on it. */

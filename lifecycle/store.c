@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 
 /* A disk with less free space than this, after an I/O error, is full. */
 #define STORE_FULL_BYTES 65536u
@@ -136,7 +136,28 @@ static const char store_schema[] =
 	"  since_ns INTEGER NOT NULL,"
 	"  exit_status INTEGER NOT NULL,"
 	"  exec_ns INTEGER NOT NULL,"
-	"  PRIMARY KEY(handle, rank)) WITHOUT ROWID;";
+	"  PRIMARY KEY(handle, rank)) WITHOUT ROWID;"
+	/* Schema 6: a provider's catalog as its last refresh found it (in
+	 * place of its compiled-in rows): types as lines of a types.csv
+	 * under `header`, offers as columns. */
+	"CREATE TABLE IF NOT EXISTS catalog_refresh("
+	"  provider TEXT PRIMARY KEY,"
+	"  header TEXT NOT NULL,"
+	"  summary TEXT NOT NULL,"
+	"  at_ns INTEGER NOT NULL) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS catalog_types("
+	"  provider TEXT NOT NULL,"
+	"  name TEXT NOT NULL,"
+	"  line TEXT NOT NULL,"
+	"  PRIMARY KEY(provider, name)) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS catalog_offers("
+	"  provider TEXT NOT NULL,"
+	"  type TEXT NOT NULL,"
+	"  region TEXT NOT NULL,"
+	"  price REAL,"
+	"  spot REAL,"
+	"  zones TEXT NOT NULL,"
+	"  PRIMARY KEY(provider, type, region)) WITHOUT ROWID;";
 
 /* The thread that keeps the last-good copy up to date (store_keep_copy). */
 struct store_keeper {
@@ -342,10 +363,11 @@ static int store_migrate(struct store *st, char *err, size_t errlen)
 			     "NOT NULL DEFAULT 0;",
 			     err, errlen)))
 		return rc;
+	/* Schema 6 only adds tables (made above by CREATE IF NOT EXISTS). */
 	if (version < STORE_SCHEMA_VERSION)
 		return store_exec(st,
 				  "INSERT OR REPLACE INTO meta(key, value) "
-				  "VALUES('schema', '5')",
+				  "VALUES('schema', '6')",
 				  err, errlen);
 	return 0;
 }
@@ -987,6 +1009,265 @@ int store_cluster_known(struct store *st, const char *handle)
 	if (rc == SQLITE_ROW)
 		return 1;
 	return rc == SQLITE_DONE ? 0 : store_errno(st->db, rc);
+}
+
+/* --- a provider's refreshed catalog --- */
+
+/* Prepare sql, bind provider to ?1, step to the end; 0 or -errno. */
+static int store_catalog_exec(struct store *st, const char *sql,
+			      const char *provider, char *err, size_t errlen)
+{
+	sqlite3_stmt *q;
+	int rc = sqlite3_prepare_v2(st->db, sql, -1, &q, NULL);
+
+	if (rc != SQLITE_OK)
+		return store_fail(st, rc, "the catalog was not stored", err,
+				  errlen);
+	store_bind_text(q, 1, provider);
+	rc = sqlite3_step(q);
+	sqlite3_finalize(q);
+	return rc == SQLITE_DONE
+		       ? 0
+		       : store_fail(st, rc, "the catalog was not stored", err,
+				    errlen);
+}
+
+static void store_bind_real(sqlite3_stmt *q, int i, double v)
+{
+	if (isnan(v))
+		sqlite3_bind_null(q, i);
+	else
+		sqlite3_bind_double(q, i, v);
+}
+
+int store_catalog_put(struct store *st, const struct store_catalog *c,
+		      char *err, size_t errlen)
+{
+	sqlite3_stmt *t = NULL, *o = NULL, *r = NULL;
+	int rc;
+
+	rc = store_begin(st, err, errlen);
+	if (rc)
+		return rc;
+	rc = store_catalog_exec(st,
+				"DELETE FROM catalog_types WHERE provider = ?1",
+				c->provider, err, errlen);
+	if (!rc)
+		rc = store_catalog_exec(st,
+					"DELETE FROM catalog_offers WHERE "
+					"provider = ?1",
+					c->provider, err, errlen);
+	if (!rc &&
+	    (sqlite3_prepare_v2(st->db,
+				"INSERT OR REPLACE INTO catalog_types VALUES("
+				"?1, ?2, ?3)",
+				-1, &t, NULL) != SQLITE_OK ||
+	     sqlite3_prepare_v2(st->db,
+				"INSERT OR REPLACE INTO catalog_offers VALUES("
+				"?1, ?2, ?3, ?4, ?5, ?6)",
+				-1, &o, NULL) != SQLITE_OK ||
+	     sqlite3_prepare_v2(st->db,
+				"INSERT OR REPLACE INTO catalog_refresh "
+				"VALUES(?1, ?2, ?3, ?4)",
+				-1, &r, NULL) != SQLITE_OK))
+		rc = store_fail(st, sqlite3_errcode(st->db),
+				"the catalog was not stored", err, errlen);
+	for (size_t i = 0; !rc && i < c->ntypes; i++) {
+		char name[256];
+
+		snprintf(name, sizeof(name), "%.*s",
+			 (int)strcspn(c->types[i], ","), c->types[i]);
+		store_bind_text(t, 1, c->provider);
+		store_bind_text(t, 2, name);
+		store_bind_text(t, 3, c->types[i]);
+		if (sqlite3_step(t) != SQLITE_DONE)
+			rc = store_fail(st, sqlite3_errcode(st->db),
+					"the catalog was not stored", err,
+					errlen);
+		sqlite3_reset(t);
+	}
+	for (size_t i = 0; !rc && i < c->noffers; i++) {
+		const struct store_offer *x = &c->offers[i];
+
+		store_bind_text(o, 1, c->provider);
+		store_bind_text(o, 2, x->type);
+		store_bind_text(o, 3, x->region);
+		store_bind_real(o, 4, x->price);
+		store_bind_real(o, 5, x->spot);
+		store_bind_text(o, 6, x->zones);
+		if (sqlite3_step(o) != SQLITE_DONE)
+			rc = store_fail(st, sqlite3_errcode(st->db),
+					"the catalog was not stored", err,
+					errlen);
+		sqlite3_reset(o);
+	}
+	if (!rc) {
+		store_bind_text(r, 1, c->provider);
+		store_bind_text(r, 2, c->header);
+		store_bind_text(r, 3, c->summary);
+		sqlite3_bind_int64(r, 4, c->at_ns);
+		if (sqlite3_step(r) != SQLITE_DONE)
+			rc = store_fail(st, sqlite3_errcode(st->db),
+					"the catalog was not stored", err,
+					errlen);
+	}
+	sqlite3_finalize(t);
+	sqlite3_finalize(o);
+	sqlite3_finalize(r);
+	if (!rc)
+		rc = store_commit(st, err, errlen);
+	if (rc)
+		store_rollback(st);
+	else
+		store_changed(st);
+	return rc;
+}
+
+int store_catalog_drop(struct store *st, const char *provider, char *err,
+		       size_t errlen)
+{
+	static const char *const sql[] = {
+		"DELETE FROM catalog_types WHERE provider = ?1",
+		"DELETE FROM catalog_offers WHERE provider = ?1",
+		"DELETE FROM catalog_refresh WHERE provider = ?1",
+	};
+	int rc = store_begin(st, err, errlen);
+
+	for (size_t i = 0; !rc && i < sizeof(sql) / sizeof(*sql); i++)
+		rc = store_catalog_exec(st, sql[i], provider, err, errlen);
+	if (!rc)
+		rc = store_commit(st, err, errlen);
+	if (rc)
+		store_rollback(st);
+	else
+		store_changed(st);
+	return rc;
+}
+
+/* Append to a growing text; -1 out of memory. */
+static int store_text_add(char **buf, size_t *len, size_t *cap, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (*len + n + 1 > *cap) {
+		size_t bigger = (*cap + n) * 2;
+		char *grown = realloc(*buf, bigger);
+
+		if (!grown)
+			return -1;
+		*buf = grown;
+		*cap = bigger;
+	}
+	memcpy(*buf + *len, s, n + 1);
+	*len += n;
+	return 0;
+}
+
+/* One provider's stored rows as the text of a types.csv and an
+ * offers.csv. */
+static int store_catalog_text(struct store *st, const char *provider,
+			      const char *header,
+			      struct store_catalog_text *out, char *err,
+			      size_t errlen)
+{
+	sqlite3_stmt *q = NULL;
+	size_t tcap = 0, ocap = 0;
+	int rc;
+
+	if (store_text_add(&out->types, &out->types_len, &tcap, header) ||
+	    store_text_add(&out->types, &out->types_len, &tcap, "\n") ||
+	    store_text_add(&out->offers, &out->offers_len, &ocap,
+			   "instance_type,region,price_usd_hour,"
+			   "spot_price_usd_hour,zones\n"))
+		return -ENOMEM;
+	rc = sqlite3_prepare_v2(st->db,
+				"SELECT line FROM catalog_types WHERE "
+				"provider = ?1 ORDER BY name",
+				-1, &q, NULL);
+	if (rc != SQLITE_OK)
+		return store_fail(st, rc, "reading the catalog failed", err,
+				  errlen);
+	store_bind_text(q, 1, provider);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+		if (store_text_add(&out->types, &out->types_len, &tcap,
+				   store_column_text(q, 0)) ||
+		    store_text_add(&out->types, &out->types_len, &tcap, "\n")) {
+			sqlite3_finalize(q);
+			return -ENOMEM;
+		}
+	sqlite3_finalize(q);
+	if (rc != SQLITE_DONE)
+		return store_read_end(st, rc, "reading the catalog failed", err,
+				      errlen);
+	rc = sqlite3_prepare_v2(st->db,
+				"SELECT type, region, price, spot, zones FROM "
+				"catalog_offers WHERE provider = ?1 ORDER BY "
+				"type, region",
+				-1, &q, NULL);
+	if (rc != SQLITE_OK)
+		return store_fail(st, rc, "reading the catalog failed", err,
+				  errlen);
+	store_bind_text(q, 1, provider);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		char line[1024], price[40] = "", spot[40] = "";
+
+		if (sqlite3_column_type(q, 2) != SQLITE_NULL)
+			snprintf(price, sizeof(price), "%.17g",
+				 sqlite3_column_double(q, 2));
+		if (sqlite3_column_type(q, 3) != SQLITE_NULL)
+			snprintf(spot, sizeof(spot), "%.17g",
+				 sqlite3_column_double(q, 3));
+		snprintf(line, sizeof(line), "%s,%s,%s,%s,%s\n",
+			 store_column_text(q, 0), store_column_text(q, 1),
+			 price, spot, store_column_text(q, 4));
+		if (store_text_add(&out->offers, &out->offers_len, &ocap,
+				   line)) {
+			sqlite3_finalize(q);
+			return -ENOMEM;
+		}
+	}
+	sqlite3_finalize(q);
+	return store_read_end(st, rc, "reading the catalog failed", err,
+			      errlen);
+}
+
+int store_catalog_load(struct store *st,
+		       int (*fn)(void *ctx,
+				 const struct store_catalog_text *text),
+		       void *ctx, char *err, size_t errlen)
+{
+	sqlite3_stmt *q;
+	int rc;
+
+	rc = sqlite3_prepare_v2(st->db,
+				"SELECT provider, header, summary, at_ns FROM "
+				"catalog_refresh ORDER BY provider",
+				-1, &q, NULL);
+	if (rc != SQLITE_OK)
+		return store_fail(st, rc, "reading the catalog failed", err,
+				  errlen);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		struct store_catalog_text text = {
+			.provider = store_column_text(q, 0),
+			.summary = store_column_text(q, 2),
+			.at_ns = sqlite3_column_int64(q, 3),
+		};
+		int e = store_catalog_text(st, text.provider,
+					   store_column_text(q, 1), &text, err,
+					   errlen);
+
+		if (!e)
+			e = fn(ctx, &text);
+		free(text.types);
+		free(text.offers);
+		if (e) {
+			sqlite3_finalize(q);
+			return e < 0 ? e : 0;
+		}
+	}
+	rc = store_read_end(st, rc, "reading the catalog failed", err, errlen);
+	sqlite3_finalize(q);
+	return rc;
 }
 
 /* --- the last-good copy --- */

@@ -33,6 +33,40 @@ struct store *store_open_checked(const char *path, bool create, int *rc,
 /* Stops the copy keeper (waiting for a copy in progress), then closes. */
 void store_close(struct store *st);
 
+/* A provider's catalog as a refresh found it: its types as lines of a
+ * types.csv whose header line is `header` (the first field of each line
+ * is the type's name), its offers, and the refresh's summary. */
+struct store_offer {
+	const char *type, *region, *zones;
+	double price, spot; /* NAN: unknown */
+};
+struct store_catalog {
+	const char *provider, *header, *summary;
+	const char *const *types;
+	const struct store_offer *offers;
+	size_t ntypes, noffers;
+	int64_t at_ns;
+};
+/* Replace the provider's stored catalog (one transaction). */
+int store_catalog_put(struct store *st, const struct store_catalog *c,
+		      char *err, size_t errlen);
+/* Forget it (the compiled-in rows serve again). */
+int store_catalog_drop(struct store *st, const char *provider, char *err,
+		       size_t errlen);
+/* Each stored provider's catalog, as the text of a types.csv (header
+ * line first) and an offers.csv, to fn; a non-zero return of fn stops
+ * (a negative one is returned). */
+struct store_catalog_text {
+	const char *provider, *summary;
+	char *types, *offers;
+	size_t types_len, offers_len;
+	int64_t at_ns;
+};
+int store_catalog_load(struct store *st,
+		       int (*fn)(void *ctx,
+				 const struct store_catalog_text *text),
+		       void *ctx, char *err, size_t errlen);
+
 /* The errno of SQLite's result code rc (extended or not) on db. */
 int store_errno(struct sqlite3 *db, int rc);
 
