@@ -1,7 +1,8 @@
-/* AWS credentials, region and endpoint as the AWS CLI finds them:
+/* AWS credentials, region and endpoints as the AWS CLI finds them:
  * AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, the
  * profile (AWS_PROFILE, else "default") of the shared credentials and
- * config files, AWS_REGION / AWS_DEFAULT_REGION, AWS_ENDPOINT_URL(_EC2). */
+ * config files, AWS_REGION / AWS_DEFAULT_REGION, AWS_ENDPOINT_URL(_EC2,
+ * _PRICING). */
 #include "providers/ec2/aws_config.h"
 
 #include <ini.h>
@@ -165,8 +166,105 @@ static int aws_credentials(const struct aws_profile *creds,
 	return -1;
 }
 
+/* A region name: lower-case letters, digits and hyphens. */
+static bool aws_region_ok(const char *r)
+{
+	if (!*r)
+		return false;
+	for (const char *c = r; *c; c++)
+		if (!(*c >= 'a' && *c <= 'z') && !(*c >= '0' && *c <= '9') &&
+		    *c != '-')
+			return false;
+	return true;
+}
+
+static void aws_default_endpoint(const char *region, char *out, size_t len)
+{
+	snprintf(out, len, "https://ec2.%s.amazonaws.com%s", region,
+		 strncmp(region, "cn-", 3) == 0 ? ".cn" : "");
+}
+
+void aws_config_in_region(const struct aws_config *base, const char *region,
+			  struct aws_config *out)
+{
+	*out = *base;
+	aws_copy(out->region, sizeof(out->region), region);
+	if (!base->endpoint_given)
+		aws_default_endpoint(out->region, out->endpoint,
+				     sizeof(out->endpoint));
+}
+
+int aws_config_region(const struct aws_defaults *d, char *buf, size_t len)
+{
+	struct aws_profile *conf = calloc(1, sizeof(*conf));
+	const char *profile = aws_env("AWS_PROFILE"), *v;
+	char conf_path[PATH_MAX], section[160], err[PATH_MAX + 64];
+	int found = 0;
+
+	if ((v = aws_env("AWS_REGION")) ||
+	    (v = aws_env("AWS_DEFAULT_REGION"))) {
+		aws_copy(buf, len, v);
+		found = 1;
+	} else if (conf) {
+		if (!profile)
+			profile = aws_env("AWS_DEFAULT_PROFILE");
+		if (!profile)
+			profile = "default";
+		aws_file("AWS_CONFIG_FILE", "config", conf_path,
+			 sizeof(conf_path));
+		snprintf(section, sizeof(section), "profile %s", profile);
+		conf->want = section;
+		conf->alt = strcmp(profile, "default") == 0 ? "default" : NULL;
+		/* A file that does not parse names no region here; the
+		 * calls say what is wrong with it. */
+		if (aws_read_profile(conf_path, conf, err, sizeof(err)) == 0 &&
+		    *conf->region) {
+			aws_copy(buf, len, conf->region);
+			found = 1;
+		}
+	}
+	if (!found && d && d->region && *d->region) {
+		aws_copy(buf, len, d->region);
+		found = 1;
+	}
+	if (conf)
+		aws_wipe(conf, sizeof(*conf));
+	free(conf);
+	return found && aws_region_ok(buf);
+}
+
+/* The Price List API's endpoint: the service's variable, the general one,
+ * the profile's endpoint_url, cclfs.conf, else AWS's own. */
+static void aws_pricing_endpoint(const struct aws_extra *x,
+				 const struct aws_profile *conf,
+				 struct aws_config *cfg)
+{
+	const char *v;
+
+	if ((v = aws_env("AWS_ENDPOINT_URL_PRICING")) ||
+	    (v = aws_env("AWS_ENDPOINT_URL")))
+		aws_copy(cfg->pricing_endpoint, sizeof(cfg->pricing_endpoint),
+			 v);
+	else if (*conf->endpoint)
+		aws_copy(cfg->pricing_endpoint, sizeof(cfg->pricing_endpoint),
+			 conf->endpoint);
+	else if (x && x->pricing_endpoint && *x->pricing_endpoint)
+		aws_copy(cfg->pricing_endpoint, sizeof(cfg->pricing_endpoint),
+			 x->pricing_endpoint);
+	else
+		aws_copy(cfg->pricing_endpoint, sizeof(cfg->pricing_endpoint),
+			 "https://api.pricing.us-east-1.amazonaws.com");
+}
+
 int aws_config_load(const struct aws_defaults *d, struct aws_config *cfg,
 		    char *err, size_t errlen)
+{
+	return aws_config_load_with(d, NULL, cfg, err, errlen);
+}
+
+int aws_config_load_with(const struct aws_defaults *d,
+			 const struct aws_extra *x, struct aws_config *cfg,
+			 char *err, size_t errlen)
 {
 	char creds_path[PATH_MAX], conf_path[PATH_MAX], section[160];
 	struct aws_profile *creds = calloc(1, sizeof(*creds));
@@ -211,7 +309,7 @@ int aws_config_load(const struct aws_defaults *d, struct aws_config *cfg,
 		aws_copy(cfg->region, sizeof(cfg->region), conf->region);
 	else if (d && d->region && *d->region)
 		aws_copy(cfg->region, sizeof(cfg->region), d->region);
-	if (!*cfg->region) {
+	if (!*cfg->region && !(x && x->region_optional)) {
 		snprintf(err, errlen,
 			 "no AWS region: looked in AWS_REGION, "
 			 "AWS_DEFAULT_REGION, profile %s of %s and region in "
@@ -220,16 +318,14 @@ int aws_config_load(const struct aws_defaults *d, struct aws_config *cfg,
 		aws_config_clear(cfg);
 		goto out;
 	}
-	for (const char *c = cfg->region; *c; c++)
-		if (!(*c >= 'a' && *c <= 'z') && !(*c >= '0' && *c <= '9') &&
-		    *c != '-') {
-			snprintf(err, errlen,
-				 "the AWS region \"%s\" is not a region name "
-				 "(such as us-east-1)",
-				 cfg->region);
-			aws_config_clear(cfg);
-			goto out;
-		}
+	if (*cfg->region && !aws_region_ok(cfg->region)) {
+		snprintf(err, errlen,
+			 "the AWS region \"%s\" is not a region name (such as "
+			 "us-east-1)",
+			 cfg->region);
+		aws_config_clear(cfg);
+		goto out;
+	}
 
 	if ((v = aws_env("AWS_ENDPOINT_URL_EC2")) ||
 	    (v = aws_env("AWS_ENDPOINT_URL")))
@@ -238,10 +334,11 @@ int aws_config_load(const struct aws_defaults *d, struct aws_config *cfg,
 		aws_copy(cfg->endpoint, sizeof(cfg->endpoint), conf->endpoint);
 	else if (d && d->endpoint && *d->endpoint)
 		aws_copy(cfg->endpoint, sizeof(cfg->endpoint), d->endpoint);
-	else
-		snprintf(cfg->endpoint, sizeof(cfg->endpoint),
-			 "https://ec2.%s.amazonaws.com%s", cfg->region,
-			 strncmp(cfg->region, "cn-", 3) == 0 ? ".cn" : "");
+	cfg->endpoint_given = *cfg->endpoint != '\0';
+	if (!cfg->endpoint_given && *cfg->region)
+		aws_default_endpoint(cfg->region, cfg->endpoint,
+				     sizeof(cfg->endpoint));
+	aws_pricing_endpoint(x, conf, cfg);
 	rc = 0;
 out:
 	if (creds)

@@ -13,9 +13,10 @@
 
 /* cclfs.conf's [ec2] section, and where the provider keeps its files. */
 struct ec2_settings {
-	char region[64];	/* "": AWS_REGION & co. */
-	char endpoint_url[512]; /* "": AWS_ENDPOINT_URL & co. */
-	char imageid[128];	/* defaults of config/ */
+	char region[64];		/* "": AWS_REGION & co. */
+	char endpoint_url[512];		/* "": AWS_ENDPOINT_URL & co. */
+	char pricing_endpoint_url[512]; /* "": AWS_ENDPOINT_URL_PRICING... */
+	char imageid[128];		/* defaults of config/ */
 	char subnet_id[64];
 	char security_group_id[64];
 	char placement_group[128]; /* "none": no placement group */

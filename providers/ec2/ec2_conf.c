@@ -1,5 +1,6 @@
 /* The [ec2] section of cclfs.conf, read into the ec2 provider's settings:
- * region and endpoint_url (below the AWS environment and profile), the
+ * region, endpoint_url and pricing_endpoint_url (below the AWS environment
+ * and profile), the
  * defaults of imageid, subnet_id, security_group_id, placement_group and
  * key_name, the login (user, address), and timings in seconds. */
 #include "providers/ec2/ec2_conf.h"
@@ -33,6 +34,13 @@ static int ec2conf_word(const char *v, char *out, size_t len)
 	return 0;
 }
 
+static int ec2conf_url(const char *v, char *out, size_t len)
+{
+	if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
+		return -1;
+	return ec2conf_word(v, out, len);
+}
+
 static void ec2conf_defaults(const char *statedir, struct ec2_settings *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -60,13 +68,11 @@ static int ec2conf_key(const char *key, const char *v, struct ec2_settings *s)
 
 	if (strcmp(key, "region") == 0)
 		return ec2conf_word(v, s->region, sizeof(s->region));
-	if (strcmp(key, "endpoint_url") == 0) {
-		if (strncmp(v, "http://", 7) != 0 &&
-		    strncmp(v, "https://", 8) != 0)
-			return -1;
-		return ec2conf_word(v, s->endpoint_url,
-				    sizeof(s->endpoint_url));
-	}
+	if (strcmp(key, "endpoint_url") == 0)
+		return ec2conf_url(v, s->endpoint_url, sizeof(s->endpoint_url));
+	if (strcmp(key, "pricing_endpoint_url") == 0)
+		return ec2conf_url(v, s->pricing_endpoint_url,
+				   sizeof(s->pricing_endpoint_url));
 	if (strcmp(key, "imageid") == 0)
 		return ec2conf_word(v, s->imageid, sizeof(s->imageid));
 	if (strcmp(key, "subnet_id") == 0)
@@ -145,7 +151,8 @@ int ec2conf_read(const struct config *cfg, const char *statedir,
 			snprintf(
 				err, errlen,
 				"%s: [ec2] has no key \"%s\"; it takes region, "
-				"endpoint_url, imageid, subnet_id, "
+				"endpoint_url, pricing_endpoint_url, imageid, "
+				"subnet_id, "
 				"security_group_id, placement_group, key_name, "
 				"user, address, known_hosts, retries, "
 				"connect_timeout, command_timeout, keepalive, "

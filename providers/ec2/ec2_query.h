@@ -1,6 +1,7 @@
 /* EC2 Query API calls: a form-encoded body (Action, Version and the
  * parameters), POSTed over libcurl and signed with its SigV4, retried with
- * exponential backoff and full jitter on throttling, 5xx and timeouts. */
+ * exponential backoff and full jitter on throttling, 5xx and timeouts; and
+ * the same signed POST for the other AWS services cclfs calls. */
 #ifndef CCLFS_PROVIDERS_EC2_QUERY_H
 #define CCLFS_PROVIDERS_EC2_QUERY_H
 
@@ -44,7 +45,29 @@ struct ec2_client *ec2_client_new(const struct aws_config *cfg,
 				  size_t errlen);
 void ec2_client_free(struct ec2_client *c);
 
+/* How a service's error documents read: 0 with the code and message, or -1
+ * when the body is not one. */
+typedef int (*aws_error_fn)(const char *body, size_t len, char *code,
+			    size_t codelen, char *msg, size_t msglen);
+
+/* The same client for any AWS service's signed POST API: cfg's credentials,
+ * the endpoint `url`, the SigV4 scope (service, region), the body's content
+ * type and how its errors read. Calls go through aws_client_post. */
+struct ec2_client *aws_client_new(const struct aws_config *cfg, const char *url,
+				  const char *service, const char *region,
+				  const char *content_type, aws_error_fn errors,
+				  const struct ec2_retry *retry, char *err,
+				  size_t errlen);
+
 struct cancel;
+
+/* One POST of `body` with retries, as ec2_call: `name` names the call in
+ * messages, `header` (or NULL) is one more header line ("X-Amz-Target:
+ * ..."). A fired cancel stops the exchange within 50 ms. */
+int aws_client_post(struct ec2_client *c, const char *name, const char *header,
+		    const char *body, size_t len, struct cancel *cancel,
+		    char **out, size_t *outlen, char *code, size_t codelen,
+		    char *err, size_t errlen);
 
 /* One call, with retries. On success 0 and the response body in *body
  * (NUL-terminated, free() it). Else -errno, err says "ACTION: CODE: message"
@@ -58,5 +81,8 @@ int ec2_call(struct ec2_client *c, const struct ec2_query *q,
 
 /* Whether an AWS error code or HTTP status is worth another try. */
 int ec2_retryable(const char *code, long http_status);
+/* The errno of an AWS error code: -EACCES for the credentials' and
+ * permissions' codes, else -EIO. */
+int aws_code_errno(const char *code);
 
 #endif

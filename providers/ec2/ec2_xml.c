@@ -13,13 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool ec2_xml_is(const xmlNode *n, const char *name)
+bool ec2_xml_is(const xmlNode *n, const char *name)
 {
 	return n && n->type == XML_ELEMENT_NODE &&
 	       strcmp((const char *)n->name, name) == 0;
 }
 
-static const xmlNode *ec2_xml_child(const xmlNode *n, const char *name)
+const xmlNode *ec2_xml_child(const xmlNode *n, const char *name)
 {
 	for (const xmlNode *c = n ? n->children : NULL; c; c = c->next)
 		if (ec2_xml_is(c, name))
@@ -27,9 +27,7 @@ static const xmlNode *ec2_xml_child(const xmlNode *n, const char *name)
 	return NULL;
 }
 
-/* The text of a child element (trimmed), or "". */
-static void ec2_xml_text(const xmlNode *n, const char *name, char *out,
-			 size_t len)
+void ec2_xml_text(const xmlNode *n, const char *name, char *out, size_t len)
 {
 	const xmlNode *c = name ? ec2_xml_child(n, name) : n;
 	xmlChar *t = c ? xmlNodeGetContent(c) : NULL;
@@ -55,7 +53,7 @@ static void ec2_xml_quiet(void *ctx, const char *msg, ...)
 	(void)msg;
 }
 
-static xmlDoc *ec2_xml_read(const char *body, size_t len)
+xmlDoc *ec2_xml_read(const char *body, size_t len)
 {
 	if (!body || len == 0 || len > (size_t)0x7fffffff)
 		return NULL;
@@ -66,8 +64,7 @@ static xmlDoc *ec2_xml_read(const char *body, size_t len)
 				     XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
 }
 
-/* The first element named `name` in document order below n. */
-static const xmlNode *ec2_xml_find(const xmlNode *n, const char *name)
+const xmlNode *ec2_xml_find(const xmlNode *n, const char *name)
 {
 	for (const xmlNode *c = n; c; c = c->next) {
 		const xmlNode *f;
@@ -211,4 +208,29 @@ void ec2_instances_free(struct ec2_instances *l)
 	free(l->v);
 	l->v = NULL;
 	l->n = l->cap = 0;
+}
+
+int ec2_xml_items(const char *body, size_t len, const char *set,
+		  int (*fn)(const xmlNode *item, void *ctx), void *ctx,
+		  char *next, size_t nextlen)
+{
+	xmlDoc *doc = ec2_xml_read(body, len);
+	const xmlNode *root, *s;
+	int rc = 0;
+
+	if (nextlen)
+		next[0] = '\0';
+	if (!doc)
+		return -1;
+	root = xmlDocGetRootElement(doc);
+	s = ec2_xml_child(root, set);
+	/* An empty answer may leave the set out. */
+	for (const xmlNode *i = s ? s->children : NULL; i && rc == 0;
+	     i = i->next)
+		if (ec2_xml_is(i, "item") && fn(i, ctx))
+			rc = -2;
+	if (rc == 0)
+		ec2_xml_text(root, "nextToken", next, nextlen);
+	xmlFreeDoc(doc);
+	return rc;
 }

@@ -4,6 +4,8 @@
 #ifndef CCLFS_PROVIDERS_EC2_XML_H
 #define CCLFS_PROVIDERS_EC2_XML_H
 
+#include <libxml/tree.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* The tags cclfs puts on what it launches. */
@@ -43,5 +45,23 @@ int ec2_xml_instances(const char *body, size_t len, struct ec2_instances *out,
 		      char *next, size_t nextlen);
 
 void ec2_instances_free(struct ec2_instances *l);
+
+/* The helpers of every reader of responses (elements matched by local
+ * name): parse a body quietly (NULL when it does not parse; xmlFreeDoc
+ * it); whether n is element `name`; its first child element `name`; the
+ * first element `name` at or below n in document order (n's siblings
+ * included); the trimmed text of child `name` of n (of n itself when name
+ * is NULL), or "". */
+xmlDoc *ec2_xml_read(const char *body, size_t len);
+bool ec2_xml_is(const xmlNode *n, const char *name);
+const xmlNode *ec2_xml_child(const xmlNode *n, const char *name);
+const xmlNode *ec2_xml_find(const xmlNode *n, const char *name);
+void ec2_xml_text(const xmlNode *n, const char *name, char *out, size_t len);
+/* The <item>s of the set `set` of a response's root: fn(item, ctx) for
+ * each (an empty answer may leave the set out); the nextToken (or "") to
+ * next. 0, -1 when the body does not parse, -2 when fn failed. */
+int ec2_xml_items(const char *body, size_t len, const char *set,
+		  int (*fn)(const xmlNode *item, void *ctx), void *ctx,
+		  char *next, size_t nextlen);
 
 #endif
