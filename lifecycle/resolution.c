@@ -595,13 +595,29 @@ static int resolution_unique(struct resolution_roleq *roles, size_t nroles,
 	return 0;
 }
 
+/* Whether the picks of a region (named `here`) beat the roles' chosen ones
+ * (of region `there`) at an equal total price. */
+static bool resolution_tie_better(const struct resolution_roleq *roles,
+				  size_t nroles,
+				  const struct resolution_hit *const *pick,
+				  const char *here, const char *there)
+{
+	for (size_t r = 0; r < nroles; r++) {
+		if (resolution_better(pick[r], roles[r].chosen))
+			return true;
+		if (resolution_better(roles[r].chosen, pick[r]))
+			return false;
+	}
+	return strcmp(here, there) < 0;
+}
+
 /* resolve_policy cheapest: the region, and in it each role's type, of the
  * lowest total price per hour (a role's price times its nodes). An offer
  * without a known price is never chosen. */
 static int resolution_cheapest(struct resolution_roleq *roles, size_t nroles,
 			       char *why, size_t whylen)
 {
-	size_t *keys = NULL, unpriced = 0;
+	size_t *keys = NULL, unpriced = 0, chosen_key = 0;
 	double best = INFINITY;
 	long n = resolution_common_regions(roles, nroles, &keys);
 	const char *provider = NULL;
@@ -626,8 +642,17 @@ static int resolution_cheapest(struct resolution_roleq *roles, size_t nroles,
 							resolution_hit_price(a)
 				  : INFINITY;
 		}
-		if (total < best) {
+		/* Equal totals: fewer vCPUs, then the name (role by role),
+		 * then the region's name, so that the answer never depends
+		 * on the catalog's internal order. */
+		if (total < best ||
+		    (total == best && total < INFINITY &&
+		     resolution_tie_better(
+			     roles, nroles, pick,
+			     resolution_key_name(roles, nroles, keys[k]),
+			     resolution_key_name(roles, nroles, chosen_key)))) {
 			best = total;
+			chosen_key = keys[k];
 			for (size_t r = 0; r < nroles; r++)
 				roles[r].chosen = pick[r];
 		}
