@@ -381,7 +381,7 @@ static int catalog_load_labels(struct catalog *cat, const char *provider)
  * error (the compiled-in data). */
 static int catalog_type_row(struct catalog *cat, const char *provider,
 			    const struct csv *c, const int *col, int namecol,
-			    bool lenient, char *err, size_t errlen)
+			    int fraccol, bool lenient, char *err, size_t errlen)
 {
 	double number[RESOLVER_FIELDS];
 	const char *type[RESOLVER_FIELDS] = {0};
@@ -450,6 +450,19 @@ static int catalog_type_row(struct catalog *cat, const char *provider,
 		type[assumption_field_find("node_provider")] = provider;
 	else
 		type[assumption_field_find("node_provider")] = prov;
+	{
+		/* A partition of one device (g6f: an eighth of an L4) counts
+		 * as that fraction of an accelerator, so that `atleast 1`
+		 * means a whole one. */
+		int fc = fraccol;
+		size_t ac = (size_t)assumption_field_find("accelerator_count");
+		double frac = fc >= 0 && (size_t)fc < c->count && *c->field[fc]
+				      ? strtod(c->field[fc], NULL)
+				      : 1;
+
+		if (frac > 0 && frac < 1 && !isnan(number[ac]))
+			number[ac] *= frac;
+	}
 	return catalog_add(cat, prov, c->field[namecol], number, type, NAN, err,
 			   errlen);
 }
@@ -461,7 +474,7 @@ static int catalog_load_rows(struct catalog *cat, const char *data, size_t size,
 			     const struct catalog_source *skip, size_t nskip,
 			     char *err, size_t errlen)
 {
-	int col[CATALOG_COLUMNS], namecol, provcol, rc;
+	int col[CATALOG_COLUMNS], namecol, provcol, fraccol, rc;
 	struct csv c;
 
 	csv_open(&c, data, size);
@@ -473,6 +486,7 @@ static int catalog_load_rows(struct catalog *cat, const char *data, size_t size,
 	for (size_t k = 0; k < CATALOG_COLUMNS; k++)
 		col[k] = csv_column(&c, catalog_columns[k].column);
 	namecol = csv_column(&c, "instance_type");
+	fraccol = csv_column(&c, "accelerator_fraction");
 	provcol = csv_column(&c, "provider");
 	while ((rc = csv_next(&c)) == 1) {
 		bool skipped = false;
@@ -483,7 +497,7 @@ static int catalog_load_rows(struct catalog *cat, const char *data, size_t size,
 				skipped = true;
 		if (skipped)
 			continue;
-		if (catalog_type_row(cat, provider, &c, col, namecol,
+		if (catalog_type_row(cat, provider, &c, col, namecol, fraccol,
 				     provider != NULL, err, errlen))
 			return -1;
 	}

@@ -23,7 +23,7 @@ ASSUMPTIONS="node_provider cluster_locale node_machinetype node_memory_size
 node_ecu_count node_vcpus_count accelerator_count accelerator_memory
 accelerator_type accelerator_manufacturer accelerator_architecture
 accelerator processor_manufacturer processor_microarchitecture processor
-storage_type storage_size network_performance"
+storage_type storage_size network_performance node_architecture"
 
 CONFIG="user sshflags tunneled exename exeflags directory threadlevel mpiflags
 imageid subnet_id placement_group security_group_id resolve_policy keyfile environment"
@@ -114,7 +114,7 @@ expect_refused() {
 	expect_eq "$(listing "$C/clusters")" "" "clusters/"
 	expect_eq "$(listing "$MNT/contracts")" "c1" "contracts/"
 	[ "$(ls "$C" | wc -l)" -eq 30 ]
-	[ "$(ls "$C/manager" | wc -l)" -eq 18 ]
+	[ "$(ls "$C/manager" | wc -l)" -eq 19 ]
 	[ "$(ls "$C/config" | wc -l)" -eq 15 ]
 	for d in manager worker config clusters; do
 		[ -d "$C/$d" ]
@@ -206,7 +206,8 @@ processor_microarchitecture|ICELAKE|IceLake
 processor|intelxeon_8280l|IntelXeon_8280L
 storage_type|StorageType_SSD|StorageType_SSD
 storage_size|0100.50T..2p|100.5T..2P
-network_performance|10g..25G|10G..25G"
+network_performance|10g..25G|10G..25G
+node_architecture|ARM64|arm64"
 	local file in want d n=0
 	while IFS='|' read -r file in want; do
 		n=$((n + 1))
@@ -221,7 +222,7 @@ network_performance|10g..25G|10G..25G"
 				"size of $d/$file"
 		done
 	done <<<"$table"
-	expect_eq "$n" 18 "rows"
+	expect_eq "$n" 19 "rows"
 	expect_eq "$(cat "$C/error")" "" "error"
 }
 

@@ -51,7 +51,9 @@ expect_eq() {
 # price[PROVIDER "," TYPE "," REGION] / zones[...] the offers' prices and
 # zones. Functions: in_list(x, "a b c"); bin(bytes) and dec(bits) render a
 # quantity with the largest suffix K M G T P (powers of 1024 / 1000) that
-# divides it exactly, else the number as the CSV writes it; offered():
+# divides it exactly, else the number as the CSV writes it. A partition of
+# a device (accelerator_fraction < 1) has accelerator_count = that
+# fraction, as the catalog counts it. offered():
 # whether resolution considers the type without cluster_locale (ec2: an
 # offer in R0; gcp: any offer); cheapest(): its lowest priced offer
 # considered so, as "PRICE<TAB>REGION" ("" when none is priced).
@@ -99,6 +101,10 @@ csv_awk() {
 		delete c
 		for (i = 1; i <= NF; i++) c[h[i]] = $i
 		c["regions"] = regs[c["provider"] "," c["instance_type"]]
+		# A partition of a device counts as that fraction of one.
+		if (c["accelerator_fraction"] != "" && c["accelerator_fraction"] < 1 &&
+		    c["accelerator_count"] != "")
+			c["accelerator_count"] = c["accelerator_count"] * c["accelerator_fraction"]
 	}
 	'"$prog" "$DATA/offers.csv" "$DATA/types.csv"
 }
