@@ -8,9 +8,10 @@ source "$BATS_TEST_DIRNAME/../sshd/testhosts.bash"
 
 FAKE_PY=$BATS_TEST_DIRNAME/../fakeec2/fake_ec2.py
 
-# cclfs.conf for an EC2 endpoint at $1; extra 'key = "value"' lines go to
-# [ec2], in place of the default of the same key (a key may appear once).
-# Exports the credentials the fake accepts.
+# cclfs.conf for an EC2 endpoint at $1 (also the Price List endpoint of a
+# catalog refresh); extra 'key = "value"' lines go to [ec2], in place of
+# the default of the same key (a key may appear once). Exports the
+# credentials the fake accepts.
 ec2_conf() {
 	local url=$1 line
 	shift
@@ -20,10 +21,11 @@ ec2_conf() {
 	done
 	export AWS_ACCESS_KEY_ID=$AKID AWS_SECRET_ACCESS_KEY=$SECRET
 	unset AWS_SESSION_TOKEN AWS_PROFILE AWS_REGION AWS_DEFAULT_REGION \
-		AWS_ENDPOINT_URL AWS_ENDPOINT_URL_EC2
+		AWS_ENDPOINT_URL AWS_ENDPOINT_URL_EC2 AWS_ENDPOINT_URL_PRICING
 	{
 		echo '[ec2]'
-		for line in "endpoint_url = \"$url\"" 'region = "us-east-1"' \
+		for line in "endpoint_url = \"$url\"" \
+			"pricing_endpoint_url = \"$url\"" 'region = "us-east-1"' \
 			'imageid = "ami-0cclfs"' 'user = "root"' \
 			'poll_interval = "0.05"' 'poll_max = "0.2"' \
 			'retry_backoff = "0.01"' 'retry_backoff_max = "0.05"' \
@@ -35,7 +37,10 @@ ec2_conf() {
 }
 
 # Start the fake (by pid) accepting AKID:SECRET and the extra credentials
-# given (AKID:SECRET[:TOKEN]); sets FAKE, FAKE_PID and FAKE_URL.
+# given (AKID:SECRET[:TOKEN]); sets FAKE, FAKE_PID and FAKE_URL. The words
+# of the array FAKE_ARGS, when a suite sets it, are more options of the
+# fake's: --regions N, --delay-ms N, --fail-pricing CODE, --hang ACTION
+# (see tests/fakeec2/fake_ec2.py and fake_catalog.py).
 fake_start() {
 	local creds=(--credentials "$AKID:$SECRET") c
 	for c in "$@"; do
@@ -44,7 +49,8 @@ fake_start() {
 	FAKE=$TESTDIR/fake
 	mkdir -p "$FAKE"
 	python3 "$FAKE_PY" --dir "$FAKE" --net "$FAKE_NET" --first 10 \
-		"${creds[@]}" >>"$TESTDIR/fake.log" 2>&1 3>&- &
+		"${creds[@]}" ${FAKE_ARGS+"${FAKE_ARGS[@]}"} \
+		>>"$TESTDIR/fake.log" 2>&1 3>&- &
 	FAKE_PID=$!
 	for _ in $(seq 1 200); do
 		[ -s "$FAKE/port" ] && break

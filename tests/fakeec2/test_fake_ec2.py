@@ -658,6 +658,120 @@ class FakeEC2Test(unittest.TestCase):
         ec2.describe_key_pairs()
         self.assertGreaterEqual(time.monotonic() - t0, 0.3)
 
+    # ------------------------------------------------------------ the catalog calls
+
+    @classmethod
+    def pricing(cls, region=REGION):
+        return botocore.session.get_session().create_client(
+            'pricing', region_name=region, endpoint_url=cls.url, aws_access_key_id=AKID,
+            aws_secret_access_key=SECRET, config=NO_RETRIES)
+
+    def post_signed(self, service, region, body, headers):
+        """POST BODY signed for SERVICE in REGION; (status, body)."""
+        req = AWSRequest(method='POST', url=self.url + '/', data=body, headers=headers)
+        SigV4Auth(Credentials(AKID, SECRET), service, region).add_auth(req)
+        conn = http.client.HTTPConnection('127.0.0.1', self.port, timeout=10)
+        try:
+            conn.request('POST', '/', body=body, headers=dict(req.headers.items()))
+            r = conn.getresponse()
+            return r.status, r.read()
+        finally:
+            conn.close()
+
+    def test_catalog_pages(self):
+        """botocore's own paginators page through every catalog call; the counts are the
+        fixture's (catalog/data), the prices the documented rule's."""
+        cat = self.state()['catalog']
+        items = cat['items']
+        ec2 = self.client(region='eu-west-1')
+        regions = ec2.describe_regions()['Regions']
+        self.assertEqual(sorted(r['RegionName'] for r in regions), sorted(cat['enabled']))
+        self.assertTrue(all(r['OptInStatus'] == 'opt-in-not-required' for r in regions))
+
+        pages = list(ec2.get_paginator('describe_instance_types').paginate())
+        types = {t['InstanceType']: t for p in pages for t in p['InstanceTypes']}
+        self.assertEqual(len(types), items['DescribeInstanceTypes'])
+        self.assertGreater(len(pages), 10)  # the small default page
+        self.assertEqual(types['p5.4xlarge']['GpuInfo']['Gpus'][0]['Count'], 0)
+        self.assertEqual(types['p5en.48xlarge']['GpuInfo']['Gpus'][0]['Name'], 'NVIDIA')
+        self.assertEqual(types['p5.48xlarge']['GpuInfo']['Gpus'][0]['MemoryInfo'],
+                         {'SizeInMiB': 81920})
+        self.assertEqual(types['g5.xlarge']['GpuInfo']['Gpus'][0]['MemoryInfo'],
+                         {'SizeInMiB': 22888})
+        self.assertEqual(types['m7g.large']['ProcessorInfo']['SupportedArchitectures'],
+                         ['arm64'])
+        self.assertEqual(types['m7g.large']['NetworkInfo']['NetworkPerformance'],
+                         'Up to 12.5 Gigabit')
+        self.assertEqual(types['p6e-gb300.36xlarge']['GpuInfo']['Gpus'][0]['Name'], 'GB300')
+        self.assertEqual(types['m7g.large']['VCpuInfo']['DefaultVCpus'], 2)
+        self.assertEqual(types['m7g.large']['MemoryInfo']['SizeInMiB'], 8192)
+
+        for lt in ('region', 'availability-zone'):
+            pages = list(ec2.get_paginator('describe_instance_type_offerings').paginate(
+                LocationType=lt))
+            offers = [o for p in pages for o in p['InstanceTypeOfferings']]
+            self.assertEqual(len(offers),
+                             items['DescribeInstanceTypeOfferings:' + lt]['eu-west-1'])
+            self.assertGreater(len(pages), 1)
+            self.assertTrue(all(o['LocationType'] == lt for o in offers))
+        pages = list(ec2.get_paginator('describe_spot_price_history').paginate(
+            ProductDescriptions=['Linux/UNIX'], StartTime=datetime.datetime.now(
+                datetime.timezone.utc), PaginationConfig={'PageSize': 1000}))
+        spot = [e for p in pages for e in p['SpotPriceHistory']]
+        self.assertEqual(len(spot), items['DescribeSpotPriceHistory:Linux/UNIX']['eu-west-1'])
+        self.assertEqual(len(pages), -(-len(spot) // 1000))
+        self.assertTrue(all(e['AvailabilityZone'].startswith('eu-west-1') for e in spot))
+        self.assertClientError('InvalidParameterValue', ec2.describe_instance_types,
+                               MaxResults=1000)
+
+        # The Price List: one Linux entry per priced type, at us-east-1 x the factor.
+        filters = [{'Type': 'TERM_MATCH', 'Field': f, 'Value': v} for f, v in (
+            ('regionCode', 'eu-west-1'), ('operatingSystem', 'Linux'), ('tenancy', 'Shared'),
+            ('preInstalledSw', 'NA'), ('capacitystatus', 'Used'))]
+        pages = list(self.pricing().get_paginator('get_products').paginate(
+            ServiceCode='AmazonEC2', Filters=filters))
+        prices = {}
+        for p in pages:
+            for text in p['PriceList']:
+                e = json.loads(text)
+                od = next(iter(e['terms']['OnDemand'].values()))
+                dim = next(iter(od['priceDimensions'].values()))
+                prices[e['product']['attributes']['instanceType']] = float(
+                    dim['pricePerUnit']['USD'])
+        self.assertEqual(len(prices), items['GetProducts:Linux']['eu-west-1'])
+        self.assertGreater(len(pages), 10)
+        self.assertAlmostEqual(prices['t3.micro'], round(0.0104 * cat['factor']['eu-west-1'], 6))
+        self.assertEqual(cat['factor']['eu-west-1'], 1.1)
+        everything = sum(len(p['PriceList']) for p in self.pricing().get_paginator(
+            'get_products').paginate(ServiceCode='AmazonEC2', Filters=filters[:1]))
+        self.assertGreater(everything, len(prices))  # the other variants
+        calls = self.state()['calls_by_region']
+        self.assertGreater(calls['DescribeSpotPriceHistory']['eu-west-1'], 0)
+        self.assertGreater(calls['GetProducts']['us-east-1'], 0)
+
+    def test_catalog_signatures(self):
+        """EC2 signed for pricing, pricing signed for EC2, pricing outside us-east-1 and an
+        EC2 region the fake does not know: refused."""
+        form = {'Content-Type': 'application/x-www-form-urlencoded; charset=utf-8'}
+        body = b'Action=DescribeRegions&Version=2016-11-15'
+        self.assertEqual(self.post_signed('ec2', 'eu-west-1', body, form)[0], 200)
+        status, out = self.post_signed('pricing', 'us-east-1', body, form)
+        self.assertEqual(status, 403)
+        self.assertIn(b'SignatureDoesNotMatch', out)
+        status, out = self.post_signed('ec2', 'xx-nowhere-1', body, form)
+        self.assertEqual(status, 403)
+        self.assertIn(b'xx-nowhere-1', out)
+        target = {'Content-Type': 'application/x-amz-json-1.1',
+                  'X-Amz-Target': 'AWSPriceListService.GetProducts'}
+        query = json.dumps({'ServiceCode': 'AmazonEC2', 'MaxResults': 1}).encode()
+        self.assertEqual(self.post_signed('pricing', 'us-east-1', query, target)[0], 200)
+        for service, region in (('ec2', 'us-east-1'), ('pricing', 'eu-central-1')):
+            status, out = self.post_signed(service, region, query, target)
+            self.assertEqual(status, 403, (service, region))
+            self.assertEqual(json.loads(out)['__type'], 'SignatureDoesNotMatch')
+        self.assertClientError('SignatureDoesNotMatch', self.pricing('eu-central-1').get_products,
+                               ServiceCode='AmazonEC2')
+
     def test_ssh_silent(self):
         ec2 = self.ec2
         for bad in (2, -1, 'yes'):

@@ -1015,13 +1015,50 @@ static void test_default_region(void)
 	env_clear();
 }
 
+/* bench/ec2_refresh.sh's driver: one refresh against a running fake at
+ * url, timed; prints "wall_ms=... types=... offers=... notes=...". */
+static int bench_refresh(const char *url)
+{
+	struct fake f = {0};
+	struct provider *p;
+	struct timespec t0;
+	struct sink s;
+	char err[1024];
+	long ms;
+	int rc;
+
+	snprintf(f.url, sizeof(f.url), "%s", url);
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/cclfs-ec2bench.XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return 2;
+	p = provider_for(&f, "");
+	if (!p)
+		return 2;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = refresh(p, &s, NULL, err, sizeof(err));
+	ms = check_ms_since(&t0);
+	if (rc)
+		fprintf(stderr, "refresh: %s\n", err);
+	else
+		printf("wall_ms=%ld types=%zu offers=%zu notes=%zu\n", ms,
+		       s.ntypes, s.noffers, s.nnotes);
+	sink_free(&s);
+	p->ops->close(p);
+	snprintf(err, sizeof(err), "rm -rf %s", tmpdir);
+	if (system(err) != 0)
+		fprintf(stderr, "could not remove %s\n", tmpdir);
+	return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	char cmd[256];
 
+	if (argc == 3 && strcmp(argv[1], "--refresh") == 0)
+		return bench_refresh(argv[2]);
 	if (argc != 3) {
-		fprintf(stderr,
-			"usage: test_ec2_catalog DATADIR FAKE_EC2_PY\n");
+		fprintf(stderr, "usage: test_ec2_catalog DATADIR FAKE_EC2_PY\n"
+				"       test_ec2_catalog --refresh URL\n");
 		return 2;
 	}
 	snprintf(datadir, sizeof(datadir), "%s", argv[1]);
