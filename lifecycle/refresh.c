@@ -124,7 +124,11 @@ static void refresh_count(size_t n, char *buf, size_t len)
 static void refresh_note_add(struct refresh_slot *s, const char *sentence)
 {
 	size_t n = strlen(sentence);
-	char *grown = realloc(s->notes, s->notes_len + n + 2);
+	char *grown;
+
+	while (n && sentence[n - 1] == '\n')
+		n--;
+	grown = realloc(s->notes, s->notes_len + n + 2);
 
 	if (!grown)
 		return;
@@ -309,13 +313,97 @@ static void refresh_rows_free(struct refresh_slot *s)
 
 /* --- putting rows in place --- */
 
+/* The kernel keeps a type's entries for a while: tell the filesystem of
+ * every type of `provider` the replacement removed, and of its regions'
+ * links to it. `before` holds the type names before, one per line, each
+ * followed by its regions file. */
+static void refresh_forget(struct model *m, const char *provider,
+			   const char *before)
+{
+	char path[512], name[256];
+
+	for (const char *l = before; l && *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t len = nl ? (size_t)(nl - l) : strlen(l);
+
+		if (*l == '\t') { /* a region line of the last name */
+			l = nl ? nl + 1 : NULL;
+			continue;
+		}
+		snprintf(name, sizeof(name), "%.*s", (int)len, l);
+		l = nl ? nl + 1 : NULL;
+		if (resolution_type_exists(m->resolution, provider, name))
+			continue;
+		snprintf(path, sizeof(path), "catalog/%s/%s", provider, name);
+		model_notify_path(m, path);
+		while (l && *l == '\t') {
+			nl = strchr(l, '\n');
+			len = strcspn(l + 1, "\t\n");
+			snprintf(path, sizeof(path),
+				 "catalog/regions/%s/%.*s/%s", provider,
+				 (int)len, l + 1, name);
+			model_notify_path(m, path);
+			l = nl ? nl + 1 : NULL;
+		}
+	}
+}
+
+/* The names of a provider's types, each followed by its regions lines
+ * (a tab first), for refresh_forget; NULL when out of memory. */
+static char *refresh_names(struct model *m, const char *provider)
+{
+	size_t len = 0, cap = 65536;
+	char *out = malloc(cap);
+	const char *name;
+
+	if (!out)
+		return NULL;
+	*out = '\0';
+	for (size_t i = 0;
+	     (name = resolution_provider_type(m->resolution, provider, i));
+	     i++) {
+		char *regions = NULL;
+		size_t rl = 0, need;
+
+		if (resolution_feature(m->resolution, provider, name, "regions",
+				       &regions, &rl))
+			rl = 0;
+		need = len + strlen(name) + 2 + 2 * rl + 1;
+		if (need > cap) {
+			char *grown = realloc(out, need * 2);
+
+			if (!grown) {
+				free(regions);
+				free(out);
+				return NULL;
+			}
+			out = grown;
+			cap = need * 2;
+		}
+		len += (size_t)snprintf(out + len, cap - len, "%s\n", name);
+		for (const char *l = regions; l && *l;) {
+			const char *nl = strchr(l, '\n');
+			size_t n = strcspn(l, "\t\n");
+
+			len += (size_t)snprintf(out + len, cap - len,
+						"\t%.*s\n", (int)n, l);
+			l = nl ? nl + 1 : NULL;
+		}
+		free(regions);
+	}
+	return out;
+}
+
 /* Every provider's stored rows (with `provider`'s taken from its slot's
- * new texts) as the catalog's sources, then the catalog replaced. */
-static int refresh_apply(struct model *m, char **notes, char *err,
+ * new texts) as the catalog's sources, then the catalog replaced; the
+ * filesystem is told of what `changed` (a provider, or NULL at mount)
+ * lost. */
+static int refresh_apply(struct model *m, const char *changed, char *err,
 			 size_t errlen)
 {
 	struct refresh *r = m->refresh;
 	struct catalog_source src[MODEL_PROVIDERS_MAX];
+	char *before = changed ? refresh_names(m, changed) : NULL;
 	size_t n = 0;
 	int rc;
 
@@ -331,9 +419,20 @@ static int refresh_apply(struct model *m, char **notes, char *err,
 		src[n].offers_len = s->offers_len;
 		n++;
 	}
-	rc = resolution_env_replace(m->resolution, src, n, notes, err, errlen);
-	if (rc == 0)
+	rc = resolution_env_replace(m->resolution, src, n, NULL, err, errlen);
+	if (rc == 0) {
+		char dir[64];
+
+		pthread_mutex_lock(&r->lock);
 		r->catalog_ns = model_now();
+		pthread_mutex_unlock(&r->lock);
+		if (changed) {
+			refresh_forget(m, changed, before);
+			snprintf(dir, sizeof(dir), "catalog/%s", changed);
+			model_notify_path(m, dir);
+		}
+	}
+	free(before);
 	return rc;
 }
 
@@ -384,7 +483,7 @@ static void refresh_finish(struct refresh_slot *s)
 {
 	struct model *m = s->m;
 	struct refresh *r = m->refresh;
-	char *types = NULL, *offers = NULL, *notes = NULL, *old_t, *old_o;
+	char *types = NULL, *offers = NULL, *old_t, *old_o;
 	char err[MODEL_ERR_MAX] = "", when[32], a[32], b[32], c[32];
 	char *summary = NULL;
 	size_t tlen = 0, olen = 0, priced = 0, len;
@@ -403,6 +502,10 @@ static void refresh_finish(struct refresh_slot *s)
 
 		if (!check)
 			rc = -EINVAL;
+		else if (*catalog_notes(check))
+			/* What the catalog placed (types new to the
+			 * hierarchy) belongs to the summary. */
+			refresh_note_add(s, catalog_notes(check));
 		catalog_close(check);
 	}
 	if (rc == 0) {
@@ -445,20 +548,12 @@ static void refresh_finish(struct refresh_slot *s)
 		types = old_t;
 		offers = old_o;
 		pthread_mutex_unlock(&r->lock);
-		rc = refresh_apply(m, &notes, err, sizeof(err));
+		rc = refresh_apply(m, s->provider, err, sizeof(err));
 	}
 	free(types);
 	free(offers);
 	pthread_mutex_lock(&r->lock);
 	if (rc == 0) {
-		/* What the catalog placed (types new to the hierarchy). */
-		size_t n = strlen(summary) + (notes ? strlen(notes) : 0) + 1;
-		char *whole = realloc(summary, n);
-
-		if (whole) {
-			summary = whole;
-			strcat(summary, notes ? notes : "");
-		}
 		free(s->summary);
 		s->summary = summary;
 		summary = NULL;
@@ -476,7 +571,6 @@ static void refresh_finish(struct refresh_slot *s)
 	s->state_ns = now;
 	pthread_mutex_unlock(&r->lock);
 	free(summary);
-	free(notes);
 	refresh_log(m, "%s catalog refresh: %.*s", s->provider,
 		    (int)strcspn(s->summary ? s->summary : "", "\n"),
 		    s->summary ? s->summary : "");
@@ -594,7 +688,7 @@ static int refresh_default(struct model *m, struct refresh_slot *s)
 	pthread_mutex_unlock(&r->lock);
 	free(old_t);
 	free(old_o);
-	rc = refresh_apply(m, NULL, err, sizeof(err));
+	rc = refresh_apply(m, s->provider, err, sizeof(err));
 	refresh_log(m, "%s catalog: back to the compiled-in rows%s%s",
 		    s->provider, rc ? ": " : "", rc ? err : "");
 	refresh_notify(m, s->provider);
