@@ -113,7 +113,7 @@ expect_refused() {
 	expect_eq "$(listing "$C/config")" "$(sorted $CONFIG)" "config/"
 	expect_eq "$(listing "$C/clusters")" "" "clusters/"
 	expect_eq "$(listing "$MNT/contracts")" "c1" "contracts/"
-	[ "$(ls "$C" | wc -l)" -eq 30 ]
+	[ "$(ls "$C" | wc -l)" -eq 31 ]
 	[ "$(ls "$C/manager" | wc -l)" -eq 19 ]
 	[ "$(ls "$C/config" | wc -l)" -eq 15 ]
 	for d in manager worker config clusters; do
@@ -633,7 +633,7 @@ node_architecture|ARM64|arm64"
 	expect_eq "$(cat "$C/config/user")" "" config/user
 	test -f "$C/node_count"
 	test -f "$C/node_vcpus_count"
-	[ "$(ls "$C" | wc -l)" -eq 30 ]
+	[ "$(ls "$C" | wc -l)" -eq 31 ]
 	# an empty write resets too
 	echo 'atleast 2' >"$C/node_vcpus_count"
 	echo >"$C/node_vcpus_count"

@@ -284,7 +284,7 @@ mpi_reach_all() {
 		grep -q 'tagged cclfs:cluster=mine' "$TESTDIR/daemon.log" && break
 		sleep 0.05
 	done
-	grep -q "ec2: instance i-[0-9a-f]* (running) is tagged cclfs:cluster=mine (token [0-9a-f]*) but belongs to no cluster of this state directory; it was left alone" "$TESTDIR/daemon.log"
+	grep -q "ec2: instance i-[0-9a-f]* (running, us-east-1) is tagged cclfs:cluster=mine (token [0-9a-f]*) but belongs to no cluster of this state directory; it was left alone" "$TESTDIR/daemon.log"
 	[ "$(fake_count mine running)" = 1 ]
 	[ "$(fake_py "s['calls'].get('TerminateInstances', 0) + s['calls'].get('StopInstances', 0)")" = 0 ]
 	cd "$TESTDIR" && cclfs_unmount
