@@ -166,7 +166,8 @@ static int ec2_spot_item(const xmlNode *item, void *ctx)
 	ec2_xml_text(item, "timestamp", when, sizeof(when));
 	ec2_xml_text(item, "productDescription", product, sizeof(product));
 	v = strtod(price, &end);
-	if (!*type || end == price || *end || strcmp(product, "Linux/UNIX"))
+	if (!*type || end == price || *end ||
+	    strcmp(product, "Linux/UNIX") != 0)
 		return 0;
 	return ec2_rows_add(ctx, type, zone, v, ec2_time(when));
 }
@@ -401,7 +402,7 @@ static int ec2_offer_cmp(const void *a, const void *b)
 
 static struct ec2_offer *ec2_offer_find(struct ec2_region *g, const char *type)
 {
-	struct ec2_offer key;
+	struct ec2_offer key = {0};
 
 	if (!g->noffers)
 		return NULL;

@@ -476,7 +476,7 @@ void ec2_types_sort(struct ec2_types *l)
 const struct ec2_type *ec2_types_find(const struct ec2_types *l,
 				      const char *name)
 {
-	struct ec2_type key;
+	struct ec2_type key = {0};
 
 	if (!l->n)
 		return NULL;

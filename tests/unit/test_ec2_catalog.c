@@ -217,9 +217,44 @@ struct sink {
 	struct got_offer *offers;
 	char **notes;
 	size_t ntypes, noffers, nnotes, progress_calls, last_done, last_total;
+	size_t captypes, capoffers;
+	int sorted; /* the offers, once the refresh returned */
 	pthread_mutex_t lock;
 	int overlap, in_progress;
 };
+
+/* realloc, or the test ends: it has nothing to do without memory. */
+static void *grow(void *p, size_t size)
+{
+	void *q = realloc(p, size);
+
+	if (!q) {
+		fprintf(stderr, "out of memory\n");
+		exit(2);
+	}
+	return q;
+}
+
+/* The types come sorted by name (a check of its own: the refresh hands
+ * them over so). */
+static const struct provider_catalog_type *got_type(const struct sink *s,
+						    const char *name)
+{
+	size_t lo = 0, hi = s->ntypes;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(s->types[mid].t.name, name);
+
+		if (c == 0)
+			return &s->types[mid].t;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
 
 static char *dup_or_null(const char *s)
 {
@@ -231,7 +266,10 @@ static int sink_type(void *ctx, const struct provider_catalog_type *t)
 	struct sink *s = ctx;
 	struct got_type *g;
 
-	s->types = realloc(s->types, (s->ntypes + 1) * sizeof(*s->types));
+	if (s->ntypes == s->captypes) {
+		s->captypes = s->captypes ? s->captypes * 2 : 256;
+		s->types = grow(s->types, s->captypes * sizeof(*s->types));
+	}
 	g = &s->types[s->ntypes++];
 	g->t = *t;
 	g->t.name = g->s[0] = dup_or_null(t->name);
@@ -252,12 +290,12 @@ static int sink_offer(void *ctx, const struct provider_catalog_offer *o)
 {
 	struct sink *s = ctx;
 	struct got_offer *g;
-	bool known = false;
 
-	for (size_t i = 0; i < s->ntypes && !known; i++)
-		known = strcmp(s->types[i].t.name, o->type) == 0;
-	CHECK(known);
-	s->offers = realloc(s->offers, (s->noffers + 1) * sizeof(*s->offers));
+	CHECK(got_type(s, o->type) != NULL);
+	if (s->noffers == s->capoffers) {
+		s->capoffers = s->capoffers ? s->capoffers * 2 : 1024;
+		s->offers = grow(s->offers, s->capoffers * sizeof(*s->offers));
+	}
 	g = &s->offers[s->noffers++];
 	snprintf(g->type, sizeof(g->type), "%s", o->type);
 	snprintf(g->region, sizeof(g->region), "%s", o->region);
@@ -283,7 +321,7 @@ static void sink_note(void *ctx, const char *sentence)
 {
 	struct sink *s = ctx;
 
-	s->notes = realloc(s->notes, (s->nnotes + 1) * sizeof(*s->notes));
+	s->notes = grow(s->notes, (s->nnotes + 1) * sizeof(*s->notes));
 	s->notes[s->nnotes++] = strdup(sentence);
 }
 
@@ -308,23 +346,27 @@ static struct provider_catalog_sink sink_of(struct sink *s)
 	return k;
 }
 
-static const struct provider_catalog_type *got_type(const struct sink *s,
-						    const char *name)
+static int offer_cmp(const void *a, const void *b)
 {
-	for (size_t i = 0; i < s->ntypes; i++)
-		if (strcmp(s->types[i].t.name, name) == 0)
-			return &s->types[i].t;
-	return NULL;
+	const struct got_offer *x = a, *y = b;
+	int c = strcmp(x->type, y->type);
+
+	return c ? c : strcmp(x->region, y->region);
 }
 
-static const struct got_offer *got_offer(const struct sink *s, const char *type,
+static const struct got_offer *got_offer(struct sink *s, const char *type,
 					 const char *region)
 {
-	for (size_t i = 0; i < s->noffers; i++)
-		if (strcmp(s->offers[i].type, type) == 0 &&
-		    strcmp(s->offers[i].region, region) == 0)
-			return &s->offers[i];
-	return NULL;
+	struct got_offer key = {0};
+
+	if (!s->sorted && s->noffers)
+		qsort(s->offers, s->noffers, sizeof(*s->offers), offer_cmp);
+	s->sorted = 1;
+	snprintf(key.type, sizeof(key.type), "%s", type);
+	snprintf(key.region, sizeof(key.region), "%s", region);
+	return s->noffers ? bsearch(&key, s->offers, s->noffers,
+				    sizeof(*s->offers), offer_cmp)
+			  : NULL;
 }
 
 static bool note_has(const struct sink *s, const char *a, const char *b)
@@ -384,6 +426,12 @@ static int col(char **head, size_t n, const char *name)
 	return -1;
 }
 
+/* Field i of a row of n, "" when there is none. */
+static const char *fld(char *const *f, size_t n, int i)
+{
+	return i >= 0 && (size_t)i < n && f[i] ? f[i] : "";
+}
+
 static double num_or_nan(const char *s)
 {
 	return *s ? strtod(s, NULL) : NAN;
@@ -392,7 +440,8 @@ static double num_or_nan(const char *s)
 /* Every ec2 row of types.csv against what the refresh gave; the count. */
 static size_t check_types_csv(const struct sink *s)
 {
-	char path[PATH_MAX + 16], line[4096], hline[4096], *head[40], *f[40];
+	char path[PATH_MAX + 16], line[4096], hline[4096];
+	char *head[40] = {0}, *f[40] = {0};
 	FILE *in;
 	size_t nh, rows = 0, bad = 0;
 
@@ -407,17 +456,17 @@ static size_t check_types_csv(const struct sink *s)
 		size_t n = csv_split(line, f, 40);
 		bool ok;
 
-		if (n != nh || strcmp(f[0], "ec2") != 0)
+#define COL(name) fld(f, n, col(head, nh, name))
+		if (n != nh || strcmp(fld(f, n, 0), "ec2") != 0)
 			continue;
 		rows++;
-		t = got_type(s, f[col(head, nh, "instance_type")]);
+		t = got_type(s, COL("instance_type"));
 		if (!t) {
 			if (bad++ < 5)
 				fprintf(stderr, "type %s missing\n",
-					f[col(head, nh, "instance_type")]);
+					COL("instance_type"));
 			continue;
 		}
-#define COL(name) f[col(head, nh, name)]
 		ok = near(t->vcpus, num_or_nan(COL("vcpus"))) &&
 		     near(t->memory_bytes, num_or_nan(COL("memory_bytes"))) &&
 		     str_eq(t->architecture, COL("architecture")) &&
@@ -434,7 +483,7 @@ static size_t check_types_csv(const struct sink *s)
 		     t->network_up_to ==
 			     (strcmp(COL("network_up_to"), "1") == 0);
 		if (*COL("accelerator_count") &&
-		    strcmp(COL("accelerator_count"), "0"))
+		    strcmp(COL("accelerator_count"), "0") != 0)
 			ok = ok &&
 			     str_eq(t->accelerator_manufacturer,
 				    COL("accelerator_manufacturer")) &&
@@ -477,14 +526,14 @@ static void words_sorted(const char *in, char *out, size_t len)
 
 /* Every ec2 offer of offers.csv in the fake's enabled regions against
  * what the refresh gave (zones, prices by the fake's rule); the count. */
-static size_t check_offers_csv(const struct sink *s, const cJSON *catalog,
+static size_t check_offers_csv(struct sink *s, const cJSON *catalog,
 			       bool priced)
 {
 	const cJSON *enabled =
 		cJSON_GetObjectItemCaseSensitive(catalog, "enabled");
 	const cJSON *factor =
 		cJSON_GetObjectItemCaseSensitive(catalog, "factor");
-	char path[PATH_MAX + 16], line[4096], *f[8];
+	char path[PATH_MAX + 16], line[4096], *f[8] = {0};
 	FILE *in;
 	size_t rows = 0, bad = 0, pass;
 
@@ -508,12 +557,12 @@ static size_t check_offers_csv(const struct sink *s, const cJSON *catalog,
 			double od = NAN, fac;
 			char want[512], have[512];
 
-			if (csv_split(line, f, 8) != 6 || strcmp(f[0], "ec2"))
+			if (csv_split(line, f, 8) != 6 ||
+			    strcmp(f[0], "ec2") != 0)
 				continue;
 			if (pass == 0) {
 				if (strcmp(f[2], "us-east-1") == 0 && *f[3]) {
-					us = realloc(us,
-						     (nus + 1) * sizeof(*us));
+					us = grow(us, (nus + 1) * sizeof(*us));
 					snprintf(us[nus].type,
 						 sizeof(us[nus].type), "%s",
 						 f[1]);
