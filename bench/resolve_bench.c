@@ -536,6 +536,7 @@ static void synth_regions(struct synth_region reg[2][SYNTH_REGIONS])
 			struct synth_region *r = &reg[p][i];
 			const char *sep = p == 0 ? "" : "-";
 			size_t nz = 2 + synth_pick(2), o = 0;
+			char name[sizeof(r->name)];
 
 			if (i < SYNTH_REAL)
 				snprintf(r->name, sizeof(r->name), "%s",
@@ -544,10 +545,13 @@ static void synth_regions(struct synth_region reg[2][SYNTH_REGIONS])
 				snprintf(r->name, sizeof(r->name),
 					 "%s-syn-%02zu", synth_providers[p],
 					 i - SYNTH_REAL + 1);
+			/* The name from a copy: gcc sees r->zones and r->name
+			 * as one object and refuses the overlap. */
+			snprintf(name, sizeof(name), "%s", r->name);
 			for (size_t z = 0; z < nz; z++)
 				o += (size_t)snprintf(
 					r->zones + o, sizeof(r->zones) - o,
-					"%s%s%s%c", z ? " " : "", r->name, sep,
+					"%s%s%s%c", z ? " " : "", name, sep,
 					(char)('a' + z));
 			r->factor = i == 0 ? 1 : 1 + 0.4 * synth_unit();
 		}

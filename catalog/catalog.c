@@ -753,12 +753,24 @@ int catalog_sort(struct catalog *cat)
 {
 	const struct resolver_instance **byprice;
 	struct resolver_offer *offers;
-	size_t no = 0, dropped = 0, *first;
+	size_t no = 0, dropped = 0, *first, nloc;
+	int *index;
 
 	qsort(cat->v, cat->count, sizeof(*cat->v), catalog_cmp_name);
 	qsort(cat->pend, cat->npend, sizeof(*cat->pend), catalog_cmp_pending);
 	qsort(cat->regions, cat->nregions, sizeof(*cat->regions),
 	      catalog_cmp_region);
+	/* Each offer's index among the regions, through their locale ids. */
+	nloc = hierarchy_count(cat->types);
+	index = malloc((nloc ? nloc : 1) * sizeof(*index));
+	if (!index)
+		return -1;
+	for (size_t i = 0; i < nloc; i++)
+		index[i] = -1;
+	for (size_t i = 0; i < cat->nregions; i++)
+		if (cat->regions[i].locale >= 0 &&
+		    (size_t)cat->regions[i].locale < nloc)
+			index[cat->regions[i].locale] = (int)i;
 	offers = malloc((cat->npend ? cat->npend : 1) * sizeof(*offers));
 	byprice = malloc((cat->count ? cat->count : 1) * sizeof(*byprice));
 	first = malloc((cat->count ? cat->count : 1) * sizeof(*first));
@@ -766,6 +778,7 @@ int catalog_sort(struct catalog *cat)
 		free(offers);
 		free(byprice);
 		free(first);
+		free(index);
 		return -1;
 	}
 	for (size_t i = 0; i < cat->count; i++)
@@ -791,6 +804,12 @@ int catalog_sort(struct catalog *cat)
 			offers[no].price = cat->pend[k].price;
 			offers[no].spot = cat->pend[k].spot;
 			offers[no].locale = cat->pend[k].locale;
+			offers[no].region_index =
+				cat->pend[k].locale >= 0 &&
+						(size_t)cat->pend[k].locale <
+							nloc
+					? index[cat->pend[k].locale]
+					: -1;
 			no++;
 		}
 		if (t) {
@@ -811,6 +830,7 @@ int catalog_sort(struct catalog *cat)
 		byprice[i] = &cat->v[i];
 	}
 	free(first);
+	free(index);
 	qsort(byprice, cat->count, sizeof(*byprice), catalog_cmp_price);
 	free(cat->byprice);
 	cat->byprice = byprice;
@@ -1051,4 +1071,15 @@ size_t catalog_offer_count(const struct catalog *cat)
 const struct hierarchy *catalog_hierarchy(const struct catalog *cat)
 {
 	return cat->types;
+}
+
+const struct resolver_instance *catalog_type_at(const struct catalog *cat,
+						size_t i)
+{
+	return &cat->v[i];
+}
+
+size_t catalog_region_count(const struct catalog *cat)
+{
+	return cat->nregions;
 }

@@ -78,6 +78,12 @@ size_t catalog_count(const struct catalog *cat);
 /* Type i, for i < catalog_count(), in order of price (the lowest known of
  * its offers; unknown last), then fewer vCPUs, then name. */
 const struct resolver_instance *catalog_at(const struct catalog *cat, size_t i);
+/* Type i in the order they lie in memory (by provider and name): the
+ * fastest to scan. */
+const struct resolver_instance *catalog_type_at(const struct catalog *cat,
+						size_t i);
+/* The number of regions (an offer's region_index is below it). */
+size_t catalog_region_count(const struct catalog *cat);
 /* The type `name` of `provider`, or NULL. */
 const struct resolver_instance *
 catalog_find(const struct catalog *cat, const char *provider, const char *name);

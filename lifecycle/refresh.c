@@ -448,7 +448,7 @@ static int refresh_texts(struct refresh_slot *s, char **types, size_t *tlen,
 		tn += strlen(s->lines[i]) + 1;
 	for (size_t i = 0; i < s->nrows; i++)
 		on += strlen(s->rows[i].type) + strlen(s->rows[i].region) +
-		      strlen(s->rows[i].zones) + 2 * 26 + 5;
+		      strlen(s->rows[i].zones) + 64; /* two %.17g and commas */
 	t = malloc(tn);
 	o = malloc(on);
 	if (!t || !o) {
@@ -701,7 +701,8 @@ int refresh_request(struct model *m, const char *provider, const char *value,
 	struct refresh_slot *s = refresh_slot_find(m, provider);
 	struct refresh *r = m->refresh;
 	char word[16];
-	size_t b = 0;
+	size_t b = 0, n;
+	bool too_long;
 
 	if (!s)
 		return -ENOENT;
@@ -710,8 +711,13 @@ int refresh_request(struct model *m, const char *provider, const char *value,
 		len--;
 	while (b < len && (value[b] == ' ' || value[b] == '\t'))
 		b++;
-	snprintf(word, sizeof(word), "%.*s", (int)(len - b < 15 ? len - b : 15),
-		 value + b);
+	/* Longer than any word taken: refused below. */
+	n = len - b;
+	too_long = n >= sizeof(word);
+	if (too_long)
+		n = sizeof(word) - 1;
+	memcpy(word, value + b, n);
+	word[n] = '\0';
 	pthread_mutex_lock(&r->lock);
 	if (s->running) {
 		pthread_mutex_unlock(&r->lock);
@@ -721,8 +727,8 @@ int refresh_request(struct model *m, const char *provider, const char *value,
 		return -EBUSY;
 	}
 	pthread_mutex_unlock(&r->lock);
-	if (len - b > 15 || (*word && strcmp(word, "refresh") != 0 &&
-			     strcmp(word, "default") != 0)) {
+	if (too_long || (*word && strcmp(word, "refresh") != 0 &&
+			 strcmp(word, "default") != 0)) {
 		model_log(m, "catalog",
 			  "catalog/%s/refresh: \"%.40s\" is not default or "
 			  "refresh (touch the file to refresh)",

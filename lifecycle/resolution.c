@@ -343,62 +343,126 @@ static const char *resolution_default_region(const struct resolution_env *env,
 	return NULL;
 }
 
-/* Every (type, region) that satisfies q, types in the catalog's price
- * order. -ENOMEM or 0. */
+/* Hits in the catalog's price order (catalog_at): a type's price, then
+ * fewer vCPUs, then name and provider; a type's offers as they are. */
+static int resolution_cmp_hits(const void *pa, const void *pb)
+{
+	const struct resolution_hit *a = pa, *b = pb;
+	int vc = assumption_field_find("node_vcpus_count");
+	double x = isnan(a->t->price) ? INFINITY : a->t->price;
+	double y = isnan(b->t->price) ? INFINITY : b->t->price;
+	int c;
+
+	if (a->t == b->t)
+		return a->o < b->o ? -1 : a->o > b->o;
+	if (x != y)
+		return x < y ? -1 : 1;
+	if (a->t->number[vc] != b->t->number[vc] && !isnan(a->t->number[vc]) &&
+	    !isnan(b->t->number[vc]))
+		return a->t->number[vc] < b->t->number[vc] ? -1 : 1;
+	c = strcmp(a->t->name, b->t->name);
+	return c ? c : strcmp(a->t->provider, b->t->provider);
+}
+
+/* What an offer's region is for a query, worked out once per region. */
+enum {
+	RESOLUTION_REGION_UNKNOWN,  /* not worked out yet */
+	RESOLUTION_REGION_OUT,	    /* cluster_locale rules it out */
+	RESOLUTION_REGION_IN,	    /* allowed */
+	RESOLUTION_REGION_DEFAULTS, /* out for the configured region only */
+};
+
+/* The verdict on offer o's region for q (see above). */
+static unsigned char resolution_judge(const struct resolution_env *env,
+				      const struct resolver_query *q,
+				      const struct resolver_instance *t,
+				      const struct resolver_offer *o)
+{
+	const char *def = q->a[ASSUMPTION_FIELD_LOCALE].op != ASSUMPTION_ANY
+				  ? NULL
+				  : resolution_default_region(env, t->provider);
+
+	if (!resolver_offer_allowed(env->types, q, o))
+		return RESOLUTION_REGION_OUT;
+	return def && strcmp(o->region, def) != 0 ? RESOLUTION_REGION_DEFAULTS
+						  : RESOLUTION_REGION_IN;
+}
+
+static int resolution_add_hit(struct resolution_hits *hits,
+			      const struct resolver_instance *t,
+			      const struct resolver_offer *o)
+{
+	if (hits->n == hits->cap) {
+		size_t cap = hits->cap ? hits->cap * 2 : 256;
+		struct resolution_hit *v = realloc(hits->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		hits->v = v;
+		hits->cap = cap;
+	}
+	hits->v[hits->n].t = t;
+	hits->v[hits->n++].o = o;
+	return 0;
+}
+
+/* Every (type, region) that satisfies q, in the catalog's price order.
+ * Types are scanned as they lie in memory, each region is judged once,
+ * and only the matching types' offers are looked at. -ENOMEM or 0. */
 static int resolution_collect(const struct resolution_env *env,
 			      const struct catalog *cat,
 			      const struct resolver_query *q,
 			      struct resolution_hits *hits)
 {
-	bool located = q->a[assumption_field_find("cluster_locale")].op !=
-		       ASSUMPTION_ANY;
-	size_t n = catalog_count(cat);
+	size_t n = catalog_count(cat), nreg = catalog_region_count(cat);
+	unsigned char *judged = calloc(nreg ? nreg : 1, 1);
+	int rc = 0;
 
 	memset(hits, 0, sizeof(*hits));
-	for (size_t i = 0; i < n; i++) {
-		const struct resolver_instance *t = catalog_at(cat, i);
-		const char *def =
-			located ? NULL
-				: resolution_default_region(env, t->provider);
+	if (!judged)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		const struct resolver_instance *t = catalog_type_at(cat, i);
 		size_t before = hits->n;
 
-		if (!resolver_match(env->types, q, t))
+		if (!resolver_match_features(env->types, q, t))
 			continue;
-		for (size_t k = 0; k < (t->noffers ? t->noffers : 1); k++) {
-			const struct resolver_offer *o =
-				t->noffers ? &t->offers[k] : NULL;
+		if (!t->noffers)
+			rc = resolution_add_hit(hits, t, NULL);
+		for (size_t k = 0; k < t->noffers && rc == 0; k++) {
+			const struct resolver_offer *o = &t->offers[k];
+			bool cached = o->region_index >= 0 &&
+				      (size_t)o->region_index < nreg;
+			unsigned char v = cached ? judged[o->region_index]
+						 : RESOLUTION_REGION_UNKNOWN;
 
-			if (o && !resolver_offer_allowed(env->types, q, o))
-				continue;
-			if (o && def && strcmp(o->region, def) != 0) {
+			if (v == RESOLUTION_REGION_UNKNOWN)
+				v = resolution_judge(env, q, t, o);
+			if (cached)
+				judged[o->region_index] = v;
+			if (v == RESOLUTION_REGION_IN) {
+				rc = resolution_add_hit(hits, t, o);
+			} else if (v == RESOLUTION_REGION_DEFAULTS) {
 				hits->excluded++;
 				hits->excluded_provider = t->provider;
-				hits->excluded_region = def;
-				continue;
+				hits->excluded_region =
+					resolution_default_region(env,
+								  t->provider);
 			}
-			if (hits->n == hits->cap) {
-				size_t cap = hits->cap ? hits->cap * 2 : 256;
-				struct resolution_hit *v =
-					realloc(hits->v, cap * sizeof(*v));
-
-				if (!v)
-					return -ENOMEM;
-				hits->v = v;
-				hits->cap = cap;
-			}
-			hits->v[hits->n].t = t;
-			hits->v[hits->n++].o = o;
 		}
 		if (hits->n > before)
 			hits->types++;
 	}
-	return 0;
+	free(judged);
+	if (rc == 0 && hits->n > 1)
+		qsort(hits->v, hits->n, sizeof(*hits->v), resolution_cmp_hits);
+	return rc;
 }
 
 /* A role being resolved: its query, its hits, how many nodes it has (the
- * weight of its price in a total), for each region (by its locale type id;
- * index nloc: the types without a region, which go with any) its first
- * hit and its best priced one, and what was chosen. */
+ * weight of its price in a total), for each region (by its index among the
+ * catalog's regions; index nloc: the types without a region, which go with any)
+ * its first hit and its best priced one, and what was chosen. */
 struct resolution_roleq {
 	const char *name;
 	struct resolution_hits hits;
@@ -434,8 +498,9 @@ static int resolution_index(struct resolution_roleq *r, size_t nloc)
 		return -ENOMEM;
 	for (size_t i = 0; i < r->hits.n; i++) {
 		const struct resolution_hit *h = &r->hits.v[i];
-		size_t k =
-			h->o && h->o->locale >= 0 ? (size_t)h->o->locale : nloc;
+		size_t k = h->o && h->o->region_index >= 0
+				   ? (size_t)h->o->region_index
+				   : nloc;
 
 		if (k > nloc)
 			k = nloc;
@@ -603,6 +668,8 @@ static bool resolution_tie_better(const struct resolution_roleq *roles,
 				  const char *here, const char *there)
 {
 	for (size_t r = 0; r < nroles; r++) {
+		if (!roles[r].chosen)
+			return true;
 		if (resolution_better(pick[r], roles[r].chosen))
 			return true;
 		if (resolution_better(roles[r].chosen, pick[r]))
@@ -619,8 +686,14 @@ static int resolution_cheapest(struct resolution_roleq *roles, size_t nroles,
 {
 	size_t *keys = NULL, unpriced = 0, chosen_key = 0;
 	double best = INFINITY;
-	long n = resolution_common_regions(roles, nroles, &keys);
+	long n;
 	const char *provider = NULL;
+
+	if (nroles > 2) { /* a cluster has one role or two */
+		snprintf(why, whylen, "too many roles");
+		return -EINVAL;
+	}
+	n = resolution_common_regions(roles, nroles, &keys);
 
 	if (n < 0) {
 		snprintf(why, whylen, "out of memory");
@@ -756,7 +829,7 @@ int resolution_run(struct resolution_env *env, resolution_value_fn value,
 		    resolution_collect(env, cat, &roles[r].q, &roles[r].hits))
 			rc = -ENOMEM;
 		if (!rc &&
-		    resolution_index(&roles[r], hierarchy_count(env->types)))
+		    resolution_index(&roles[r], catalog_region_count(cat)))
 			rc = -ENOMEM;
 		if (!rc && roles[r].hits.n == 0) {
 			resolution_none(env, cat, &roles[r], sub, sizeof(sub));
@@ -779,6 +852,12 @@ int resolution_run(struct resolution_env *env, resolution_value_fn value,
 	for (size_t r = 0; r < nroles && rc == 0; r++) {
 		const struct resolution_hit *h = roles[r].chosen;
 
+		if (!h) { /* never: each policy chooses for every role */
+			snprintf(why, whylen, "%s role: nothing was chosen",
+				 roles[r].name);
+			rc = -EINVAL;
+			break;
+		}
 		resolution_price_text(resolution_hit_price(h), price,
 				      sizeof(price));
 		o += (size_t)snprintf(out + o, sizeof(out) - o,
@@ -906,7 +985,7 @@ char *resolution_candidates(struct resolution_env *env,
 		free(out);
 		out = NULL;
 	}
-	if (out)
+	if (out && hits.n)
 		qsort(hits.v, hits.n, sizeof(*hits.v),
 		      resolution_cmp_candidates);
 	for (size_t i = 0; out && i < hits.n; i++) {

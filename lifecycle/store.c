@@ -1150,7 +1150,7 @@ static int store_text_add(char **buf, size_t *len, size_t *cap, const char *s)
 	size_t n = strlen(s);
 
 	if (*len + n + 1 > *cap) {
-		size_t bigger = (*cap + n) * 2;
+		size_t bigger = (*cap + n + 1) * 2;
 		char *grown = realloc(*buf, bigger);
 
 		if (!grown)

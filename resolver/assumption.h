@@ -48,6 +48,11 @@ struct assumption_field {
 extern const struct assumption_field assumption_fields[];
 extern const size_t assumption_field_count;
 
+/* The index of cluster_locale in assumption_fields (the table is in DESIGN
+ * order; unit.assumption checks it), for the matching of offers, which
+ * must not look it up per offer. */
+#define ASSUMPTION_FIELD_LOCALE 1
+
 /* Index into assumption_fields of the file called `name`, or -1. */
 int assumption_field_find(const char *name);
 

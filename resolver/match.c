@@ -17,8 +17,7 @@ bool resolver_match_field(const struct hierarchy *h,
 
 	if (a->op == ASSUMPTION_ANY)
 		return true;
-	if (it->noffers &&
-	    (int)field == assumption_field_find("cluster_locale")) {
+	if (it->noffers && field == ASSUMPTION_FIELD_LOCALE) {
 		for (size_t i = 0; i < it->noffers; i++)
 			if (resolver_offer_allowed(h, q, &it->offers[i]))
 				return true;
@@ -33,19 +32,32 @@ bool resolver_offer_allowed(const struct hierarchy *h,
 			    const struct resolver_query *q,
 			    const struct resolver_offer *o)
 {
-	int f = assumption_field_find("cluster_locale");
-
-	return q->a[f].op == ASSUMPTION_ANY ||
-	       hierarchy_is_a(h, o->locale, q->type[f]);
+	return q->a[ASSUMPTION_FIELD_LOCALE].op == ASSUMPTION_ANY ||
+	       hierarchy_is_a(h, o->locale, q->type[ASSUMPTION_FIELD_LOCALE]);
 }
 
 bool resolver_match(const struct hierarchy *h, const struct resolver_query *q,
 		    const struct resolver_instance *it)
 {
+	/* cluster_locale last: it looks at every offer, the others at one
+	 * number or type each. */
 	for (size_t f = 0; f < RESOLVER_FIELDS; f++)
-		if (!resolver_match_field(h, q, f, it))
+		if (f != ASSUMPTION_FIELD_LOCALE &&
+		    !resolver_match_field(h, q, f, it))
 			return false;
-	return true;
+	return resolver_match_field(h, q, ASSUMPTION_FIELD_LOCALE, it);
+}
+
+bool resolver_match_features(const struct hierarchy *h,
+			     const struct resolver_query *q,
+			     const struct resolver_instance *it)
+{
+	for (size_t f = 0; f < RESOLVER_FIELDS; f++)
+		if (f != ASSUMPTION_FIELD_LOCALE &&
+		    !resolver_match_field(h, q, f, it))
+			return false;
+	return it->noffers ||
+	       resolver_match_field(h, q, ASSUMPTION_FIELD_LOCALE, it);
 }
 
 void resolver_quantity_text(enum assumption_kind kind, double v, char *buf,
@@ -87,8 +99,7 @@ void resolver_feature_text(const struct hierarchy *h, size_t field,
 	int id = it->type[field];
 
 	/* A region's type: the cheapest offer's, as resolution sees it. */
-	if (it->noffers &&
-	    (int)field == assumption_field_find("cluster_locale"))
+	if (it->noffers && field == ASSUMPTION_FIELD_LOCALE)
 		id = it->offers[0].locale;
 	if (kind == ASSUMPTION_TYPE)
 		snprintf(buf, len, "%s", id >= 0 ? hierarchy_name(h, id) : "");

@@ -19,6 +19,7 @@ struct resolver_offer {
 	const char *zones;  /* space-separated; "" = unknown */
 	double price, spot; /* USD per hour (on-demand, spot); NAN = unknown */
 	int locale;	    /* the region's cluster_locale type id */
+	int region_index;   /* its index among the catalog's regions */
 };
 
 /* One instance type's features, indexed like assumption_fields, and the
@@ -58,6 +59,11 @@ bool resolver_offer_allowed(const struct hierarchy *h,
  * one of its offers). */
 bool resolver_match(const struct hierarchy *h, const struct resolver_query *q,
 		    const struct resolver_instance *it);
+/* The same but for cluster_locale of a type with offers, which the caller
+ * tests per offer (resolver_offer_allowed). */
+bool resolver_match_features(const struct hierarchy *h,
+			     const struct resolver_query *q,
+			     const struct resolver_instance *it);
 
 /* Write feature `field` of it as text ("16G", "4", "Ada"); "" when
  * unknown. Quantities are exact when a suffix divides them. */

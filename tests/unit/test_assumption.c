@@ -183,6 +183,8 @@ static void test_fields(void)
 		CHECK_WHY(assumption_fields[i].kind == kinds[i], names[i]);
 		CHECK_WHY(assumption_field_find(names[i]) == (int)i, names[i]);
 	}
+	CHECK(assumption_field_find("cluster_locale") ==
+	      ASSUMPTION_FIELD_LOCALE);
 	CHECK(assumption_field_find("") == -1);
 	CHECK(assumption_field_find(NULL) == -1);
 	CHECK(assumption_field_find("Node_Provider") == -1);
