@@ -547,7 +547,7 @@ static void synth_regions(struct synth_region reg[2][SYNTH_REGIONS])
 					 i - SYNTH_REAL + 1);
 			/* The name from a copy: gcc sees r->zones and r->name
 			 * as one object and refuses the overlap. */
-			snprintf(name, sizeof(name), "%s", r->name);
+			memcpy(name, r->name, sizeof(name));
 			for (size_t z = 0; z < nz; z++)
 				o += (size_t)snprintf(
 					r->zones + o, sizeof(r->zones) - o,

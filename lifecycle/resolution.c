@@ -406,9 +406,11 @@ static int resolution_add_hit(struct resolution_hits *hits,
 	return 0;
 }
 
-/* Every (type, region) that satisfies q, in the catalog's price order.
+/* Every (type, region) that satisfies q, a type's offers together.
  * Types are scanned as they lie in memory, each region is judged once,
- * and only the matching types' offers are looked at. -ENOMEM or 0. */
+ * and only the matching types' offers are looked at; the hits are put in
+ * the catalog's price order only when a message lists them. -ENOMEM or
+ * 0. */
 static int resolution_collect(const struct resolution_env *env,
 			      const struct catalog *cat,
 			      const struct resolver_query *q,
@@ -454,8 +456,6 @@ static int resolution_collect(const struct resolution_env *env,
 			hits->types++;
 	}
 	free(judged);
-	if (rc == 0 && hits->n > 1)
-		qsort(hits->v, hits->n, sizeof(*hits->v), resolution_cmp_hits);
 	return rc;
 }
 
@@ -633,6 +633,9 @@ static int resolution_unique(struct resolution_roleq *roles, size_t nroles,
 		if (roles[r].hits.types > 1) {
 			char sub[3072];
 
+			/* Listed cheapest first. */
+			qsort(roles[r].hits.v, roles[r].hits.n,
+			      sizeof(*roles[r].hits.v), resolution_cmp_hits);
 			resolution_too_many(&roles[r], sub, sizeof(sub));
 			if (nroles > 1)
 				snprintf(why, whylen, "%s role: %s",
