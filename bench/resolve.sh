@@ -318,7 +318,7 @@ REAL_TYPES=$(awk -F, '$5 == "in-process" && $6 == "real" { print $7; exit }' "$C
 			"${MED[$base]}" "$(awk -v a="${MED[cclfs.$op]}" -v b="${MED[$base]}" \
 				'BEGIN { printf "%.1f", a - b }')" \
 			"$(awk -v a="${MED[cclfs.$op]}" -v b="${MED[$base]}" \
-				'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }')" \
+				'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')" \
 			"$(target_text "$op")" "$(result "$op")"
 	done
 	echo
