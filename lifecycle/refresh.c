@@ -56,6 +56,8 @@ struct refresh_slot {
 
 struct refresh {
 	pthread_mutex_t lock; /* the slots' state; never held over a call */
+	/* One request at a time (a refresh's thread never takes it). */
+	pthread_mutex_t request;
 	struct refresh_slot slot[MODEL_PROVIDERS_MAX];
 	size_t nslots;
 	int64_t catalog_ns;
@@ -673,9 +675,8 @@ static int refresh_default(struct model *m, struct refresh_slot *s)
 	rc = store_catalog_drop(m->store, s->provider, err, sizeof(err));
 	pthread_mutex_unlock(&m->lock);
 	if (rc) {
-		model_log(m, "catalog",
-			  "catalog/%s/refresh: default was refused: %s",
-			  s->provider, err);
+		refresh_log(m, "catalog/%s/refresh: default was refused: %s",
+			    s->provider, err);
 		return rc;
 	}
 	pthread_mutex_lock(&r->lock);
@@ -695,47 +696,37 @@ static int refresh_default(struct model *m, struct refresh_slot *s)
 	return rc;
 }
 
-int refresh_request(struct model *m, const char *provider, const char *value,
-		    size_t len)
+static bool refresh_word_is(const char *v, size_t n, const char *word)
 {
-	struct refresh_slot *s = refresh_slot_find(m, provider);
-	struct refresh *r = m->refresh;
-	char word[16];
-	size_t b = 0, n;
-	bool too_long;
+	return n == strlen(word) && memcmp(v, word, n) == 0;
+}
 
-	if (!s)
-		return -ENOENT;
-	while (len && (value[len - 1] == '\n' || value[len - 1] == ' ' ||
-		       value[len - 1] == '\t'))
-		len--;
-	while (b < len && (value[b] == ' ' || value[b] == '\t'))
-		b++;
-	/* Longer than any word taken: refused below. */
-	n = len - b;
-	too_long = n >= sizeof(word);
-	if (too_long)
-		n = sizeof(word) - 1;
-	memcpy(word, value + b, n);
-	word[n] = '\0';
+/* A request of refresh_request, the request lock held. */
+static int refresh_start(struct model *m, struct refresh_slot *s,
+			 const char *value, size_t n)
+{
+	struct refresh *r = m->refresh;
+	const char *provider = s->provider;
+	bool running;
+
 	pthread_mutex_lock(&r->lock);
-	if (s->running) {
-		pthread_mutex_unlock(&r->lock);
-		model_log(m, "catalog",
-			  "catalog/%s/refresh: a refresh is under way already",
-			  provider);
+	running = s->running;
+	pthread_mutex_unlock(&r->lock);
+	if (running) {
+		refresh_log(
+			m, "catalog/%s/refresh: a refresh is under way already",
+			provider);
 		return -EBUSY;
 	}
-	pthread_mutex_unlock(&r->lock);
-	if (too_long || (*word && strcmp(word, "refresh") != 0 &&
-			 strcmp(word, "default") != 0)) {
-		model_log(m, "catalog",
-			  "catalog/%s/refresh: \"%.40s\" is not default or "
-			  "refresh (touch the file to refresh)",
-			  provider, word);
+	if (n && !refresh_word_is(value, n, "refresh") &&
+	    !refresh_word_is(value, n, "default")) {
+		refresh_log(m,
+			    "catalog/%s/refresh: \"%.*s\" is not default or "
+			    "refresh (touch the file to refresh)",
+			    provider, (int)(n < 40 ? n : 40), value);
 		return -EINVAL;
 	}
-	if (strcmp(word, "default") == 0)
+	if (refresh_word_is(value, n, "default"))
 		return refresh_default(m, s);
 	if (s->started) {
 		pthread_join(s->thread, NULL);
@@ -756,6 +747,29 @@ int refresh_request(struct model *m, const char *provider, const char *value,
 	refresh_log(m, "%s catalog refresh started", provider);
 	refresh_notify(m, provider);
 	return 0;
+}
+
+int refresh_request(struct model *m, const char *provider, const char *value,
+		    size_t len)
+{
+	struct refresh_slot *s = refresh_slot_find(m, provider);
+	struct refresh *r = m->refresh;
+	size_t b = 0, n;
+	int rc;
+
+	if (!s)
+		return -ENOENT;
+	while (len && (value[len - 1] == '\n' || value[len - 1] == ' ' ||
+		       value[len - 1] == '\t'))
+		len--;
+	while (b < len && (value[b] == ' ' || value[b] == '\t'))
+		b++;
+	value += b;
+	n = len - b;
+	pthread_mutex_lock(&r->request);
+	rc = refresh_start(m, s, value, n);
+	pthread_mutex_unlock(&r->request);
+	return rc;
 }
 
 int64_t refresh_catalog_ns(struct model *m)
@@ -806,6 +820,7 @@ int refresh_open(struct model *m, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&r->lock, NULL);
+	pthread_mutex_init(&r->request, NULL);
 	r->catalog_ns = model_now();
 	m->refresh = r;
 	for (size_t i = 0; i < m->nproviders; i++) {
@@ -828,17 +843,17 @@ int refresh_open(struct model *m, char *err, size_t errlen)
 		return rc;
 	}
 	if (rc)
-		model_log(m, "catalog",
-			  "the refreshed catalog was not read: %s; the "
-			  "compiled-in rows serve",
-			  why);
+		refresh_log(m,
+			    "the refreshed catalog was not read: %s; the "
+			    "compiled-in rows serve",
+			    why);
 	for (size_t i = 0; i < r->nslots; i++)
 		any = any || r->slot[i].types;
 	if (any && refresh_apply(m, NULL, why, sizeof(why))) {
-		model_log(m, "catalog",
-			  "the refreshed catalog does not load: %s; the "
-			  "compiled-in rows serve until the next refresh",
-			  why);
+		refresh_log(m,
+			    "the refreshed catalog does not load: %s; the "
+			    "compiled-in rows serve until the next refresh",
+			    why);
 		for (size_t i = 0; i < r->nslots; i++) {
 			free(r->slot[i].types);
 			free(r->slot[i].offers);
@@ -867,6 +882,7 @@ void refresh_close(struct model *m)
 		free(s->summary);
 	}
 	pthread_mutex_destroy(&r->lock);
+	pthread_mutex_destroy(&r->request);
 	free(r);
 	m->refresh = NULL;
 }

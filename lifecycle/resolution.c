@@ -260,6 +260,7 @@ static int resolution_query(const struct resolution_env *env,
 			    enum contract_dir role, struct resolver_query *q,
 			    char *why, size_t whylen)
 {
+	memset(q, 0, sizeof(*q)); /* every field ASSUMPTION_ANY */
 	for (size_t f = 0; f < assumption_field_count; f++) {
 		const char *name = assumption_fields[f].name;
 		int top = contract_field_find(CONTRACT_DIR_TOP, name);
@@ -671,6 +672,8 @@ static bool resolution_tie_better(const struct resolution_roleq *roles,
 				  const char *here, const char *there)
 {
 	for (size_t r = 0; r < nroles; r++) {
+		if (!pick[r])
+			return false;
 		if (!roles[r].chosen)
 			return true;
 		if (resolution_better(pick[r], roles[r].chosen))
