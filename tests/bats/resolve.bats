@@ -423,6 +423,22 @@ resolve_ok() {
 	[[ "$(cat "$C/error")" == "contracts/c1/resolve: gcp n2-standard-8 is offered in $n regions ("* ]]
 }
 
+@test "the configured region: a type sold elsewhere only is explained, and cluster_locale lifts it" {
+	# A type of types.csv with offers, none of them in R0.
+	t=$(awk -F, -v R="$R0" 'NR > 1 && $1 == "ec2" { o[$2] = 1; if ($3 == R) in0[$2] = 1 }
+		END { for (x in o) if (!(x in in0)) print x }' "$DATA/offers.csv" | LC_ALL=C sort | head -1)
+	[ -n "$t" ]
+	echo "$t" >"$C/node_machinetype"
+	n=$(awk -F, -v T="$t" '$1 == "ec2" && $2 == T' "$DATA/offers.csv" | wc -l)
+	resolve_fails
+	expect_eq "$(cat "$C/error")" "contracts/c1/resolve: $n offers satisfy the contract, but none in $R0, the region configured for ec2; write the region to use to cluster_locale (a region, or EC2Region or GCPRegion for all of a provider's)" error
+	expect_eq "$(tail -n +2 "$C/candidates")" "" "candidates in $R0"
+	r=$(awk -F, -v T="$t" '$1 == "ec2" && $2 == T { print $3 }' "$DATA/offers.csv" | LC_ALL=C sort | head -1)
+	echo "$r" >"$C/cluster_locale"
+	resolve_ok
+	expect_eq "$(cat "$C/resolution")" "$(csv_resolution node ec2 "$t" "$r")" "resolution in $r"
+}
+
 @test "Hopper on each provider, arm64 and an NPU resolve as offers.csv and types.csv say" {
 	local p hopper
 	hopper=$(subtypes accelerator_architecture Hopper | words)
