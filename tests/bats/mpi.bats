@@ -309,5 +309,7 @@ three_nodes_jobs() {
 	[ "$(cat clusters/s/mpi_exit_status)" = "" ]
 	echo "$MPIBIN/ranksum" >clusters/s/mpiexec
 	[ "$(cat clusters/s/mpi_exit_status)" = 0 ]
-	[ "$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT value FROM meta WHERE key = '"'schema'"'").fetchone()[0])' "$STATE/state.db")" = 5 ]
+	[ "$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT value FROM meta WHERE key = '"'schema'"'").fetchone()[0])' "$STATE/state.db")" = 6 ]
+	# Schema 6's tables (a refreshed catalog) are there too.
+	[ "$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM sqlite_master WHERE name LIKE '"'catalog_%'"'").fetchone()[0])' "$STATE/state.db")" = 3 ]
 }
