@@ -26,7 +26,8 @@ SIGINT: every sshd it started is killed, then it exits 0.
 
 EC2 actions (POST /, form body, SigV4-signed): ImportKeyPair, DeleteKeyPair,
 DescribeKeyPairs, CreatePlacementGroup, DeletePlacementGroup, DescribePlacementGroups,
-RunInstances, DescribeInstances, StopInstances, StartInstances, TerminateInstances, and
+DescribeVpcs, DescribeSubnets, CreateSecurityGroup, AuthorizeSecurityGroupIngress,
+DescribeSecurityGroups, DeleteSecurityGroup, RunInstances, DescribeInstances, StopInstances, StartInstances, TerminateInstances, and
 for the catalog DescribeRegions, DescribeInstanceTypes, DescribeInstanceTypeOfferings
 (location types region and availability-zone) and DescribeSpotPriceHistory, paginated
 with MaxResults and NextToken (small default pages, the real API's maxima).
@@ -34,6 +35,15 @@ with MaxResults and NextToken (small default pages, the real API's maxima).
 Regions: an EC2 call is answered for the region of its signature's scope (any region of
 catalog/data/regions.csv, or --region): instances, key pairs and placement groups are
 each region's own; a region that is not enabled (--regions) answers OptInRequired.
+
+VPCs: every region has the default VPC vpc-0default and vpc-0cclfs, the VPC of the one
+subnet the fake knows, subnet-0cclfs. Security groups are each region's own; sg-0cclfs
+(in vpc-0cclfs) exists from the start, as one the user made. DeleteSecurityGroup answers
+DependencyViolation while an instance that is not terminated uses the group, and for
+sg_release_ms after the last one turned terminated; RunInstances answers
+InvalidGroup.NotFound for a SecurityGroupId.N that does not exist. The state's
+"security_groups" lists the groups made through the API (id, name, description, vpc_id,
+region, tags, rules: protocol, from_port, to_port and cidr or group).
 
 The AWS Price List Query API on the same port: a POST with X-Amz-Target
 AWSPriceListService.GetProducts (JSON 1.1, SigV4 for service "pricing" in us-east-1),
@@ -46,7 +56,7 @@ Control endpoint (same port, not signed):
                                the faults (see Fault)
     DELETE /_fake/faults       clears them
     POST   /_fake/settings     JSON {"latency_ms", "pending_polls", "stopping_polls",
-                               "page_size", "ssh_silent"}
+                               "page_size", "ssh_silent", "sg_release_ms" (default 200)}
     GET    /_fake/state        JSON: instances, key pairs, placement groups, call counts
                                (also per action and region: "calls_by_region"),
                                launches per client token, and "catalog": the enabled
@@ -114,7 +124,13 @@ STATE_CODES = {'pending': 0, 'running': 16, 'shutting-down': 32, 'terminated': 4
 TRANSITIONAL = ('pending', 'stopping', 'shutting-down')
 
 # Status and message of the codes a fault may name without saying them.
+# The VPCs of every region: a default one, and the VPC of the subnets the fake knows.
+DEFAULT_VPC = 'vpc-0default'
+SUBNETS = {'subnet-0cclfs': 'vpc-0cclfs'}
+PRESET_SG = 'sg-0cclfs'
+
 FAULT_DEFAULTS = {
+    'DependencyViolation': (400, 'resource has a dependent object'),
     'RequestLimitExceeded': (503, 'Request limit exceeded.'),
     'Unavailable': (503, 'The server is overloaded and can\'t handle the request.'),
     'InternalError': (500, 'An internal error has occurred.'),
@@ -298,6 +314,7 @@ class Instance:
         self.tags = dict(p['tags'])
         self.volume_tags = dict(p['volume_tags'])
         self.state = 'pending'
+        self.terminated_at = None  # when it turned terminated (its groups' release)
         self.polls = 0           # DescribeInstances calls seen in this transitional state
         self.ready = False       # its sshd listens (pending -> running needs it)
         self.down = True         # its sshd is known dead (stopping/shutting-down need it)
@@ -453,11 +470,12 @@ class FakeEC2:
         self.tokens = {}             # client token -> {'params', 'reservation', 'launches'}
         self.key_pairs_of = {}       # region -> {name -> dict} (insertion order)
         self.groups_of = {}          # region -> {name -> dict}
+        self.security_groups_of = {}  # region -> {group id -> dict} (insertion order)
         self.calls = {}
         self.calls_by_region = {}    # action -> {scope region: count}
         self.faults = []
         self.settings = {'latency_ms': args.delay_ms, 'pending_polls': 1, 'stopping_polls': 1,
-                         'page_size': None, 'ssh_silent': 0}
+                         'page_size': None, 'ssh_silent': 0, 'sg_release_ms': 200}
         # The catalog is built at its first use (the suites that never ask for it do not
         # pay for it); the regions are known from the start.
         self.catalog_regions = fake_catalog.read_regions()
@@ -498,6 +516,17 @@ class FakeEC2:
     @property
     def groups(self):
         return self.groups_of.setdefault(self.cur_region(), {})
+
+    @property
+    def security_groups(self):
+        """The region's security groups; sg-0cclfs (in vpc-0cclfs, the VPC of
+        subnet-0cclfs) exists from the start, as a group the user made would."""
+        region = self.cur_region()
+        if region not in self.security_groups_of:
+            self.security_groups_of[region] = {PRESET_SG: {
+                'id': PRESET_SG, 'name': 'cclfs-test', 'description': 'made by the user',
+                'vpc_id': SUBNETS['subnet-0cclfs'], 'tags': {}, 'rules': []}}
+        return self.security_groups_of[region]
 
     # ------------------------------------------------------------ sshd test hosts
 
@@ -1306,6 +1335,190 @@ class FakeEC2:
                 sub(item, 'groupId', g['id'])
         return success_body('DescribePlacementGroups', rid, fill)
 
+    # ------------------------------------------------------------ VPCs, subnets, security groups
+
+    def do_DescribeVpcs(self, params, rid):
+        filters = self.ec2_filters(params, ('is-default', 'isDefault', 'vpc-id'))
+        vpcs = [(DEFAULT_VPC, 'true')] + [(v, 'false') for v in sorted(set(SUBNETS.values()))]
+        for name, values in filters:
+            key = 0 if name == 'vpc-id' else 1
+            vpcs = [v for v in vpcs if v[key] in values]
+
+        def fill(root):
+            vpc_set = sub(root, 'vpcSet')
+            for vpc_id, default in vpcs:
+                item = sub(vpc_set, 'item')
+                sub(item, 'vpcId', vpc_id)
+                sub(item, 'state', 'available')
+                sub(item, 'isDefault', default)
+        return success_body('DescribeVpcs', rid, fill)
+
+    def do_DescribeSubnets(self, params, rid):
+        ids = indexed(params, 'SubnetId')
+        missing = [i for i in ids if i not in SUBNETS]
+        if missing:
+            raise ApiError(400, 'InvalidSubnetID.NotFound',
+                           "The subnet ID '%s' does not exist" % missing[0])
+
+        def fill(root):
+            subnet_set = sub(root, 'subnetSet')
+            for sid, vpc in SUBNETS.items():
+                if not ids or sid in ids:
+                    item = sub(subnet_set, 'item')
+                    sub(item, 'subnetId', sid)
+                    sub(item, 'vpcId', vpc)
+                    sub(item, 'state', 'available')
+        return success_body('DescribeSubnets', rid, fill)
+
+    def sg_lookup(self, params):
+        """The group of GroupId (or GroupName, in the default VPC); lock held."""
+        gid, name = params.get('GroupId'), params.get('GroupName')
+        for g in self.security_groups.values():
+            if (gid and g['id'] == gid) or (not gid and name and g['name'] == name
+                                              and g['vpc_id'] == DEFAULT_VPC):
+                return g
+        if not gid and not name:
+            raise ApiError(400, 'MissingParameter',
+                           'The request must contain the parameter GroupName or GroupId')
+        raise ApiError(400, 'InvalidGroup.NotFound',
+                       "The security group '%s' does not exist" % (gid or name))
+
+    def do_CreateSecurityGroup(self, params, rid):
+        name = required(params, 'GroupName')
+        description = required(params, 'GroupDescription')
+        vpc = params.get('VpcId') or DEFAULT_VPC
+        if vpc != DEFAULT_VPC and vpc not in SUBNETS.values():
+            raise ApiError(400, 'InvalidVpcID.NotFound', "The vpc ID '%s' does not exist" % vpc)
+        tags = {}
+        for spec in indexed_groups(params, 'TagSpecification'):
+            if spec.get('ResourceType') != 'security-group':
+                raise bad_param("'%s' is not a valid taggable resource type for this "
+                                "operation." % spec.get('ResourceType'))
+            for t in indexed_groups(spec, 'Tag'):
+                tags[t.get('Key', '')] = t.get('Value', '')
+        with self.lock:
+            if any(g['name'] == name and g['vpc_id'] == vpc
+                   for g in self.security_groups.values()):
+                raise ApiError(400, 'InvalidGroup.Duplicate',
+                               "The security group '%s' already exists for VPC '%s'"
+                               % (name, vpc))
+            group = {'id': hex_id('sg-'), 'name': name, 'description': description,
+                     'vpc_id': vpc, 'tags': tags, 'rules': []}
+            self.security_groups[group['id']] = group
+
+        def fill(root):
+            sub(root, 'return', 'true')
+            sub(root, 'groupId', group['id'])
+        return success_body('CreateSecurityGroup', rid, fill)
+
+    def do_AuthorizeSecurityGroupIngress(self, params, rid):
+        perms = indexed_groups(params, 'IpPermissions')
+        if not perms:
+            raise ApiError(400, 'MissingParameter',
+                           'The request must contain the parameter IpPermissions')
+        with self.lock:
+            group = self.sg_lookup(params)
+            rules = []
+            for perm in perms:
+                proto = perm.get('IpProtocol')
+                if proto not in ('tcp', 'udp', 'icmp', '-1'):
+                    raise bad_param("Invalid value '%s' for IP protocol." % proto)
+                ports = (None, None) if proto == '-1' else (
+                    int_param(perm, 'FromPort'), int_param(perm, 'ToPort'))
+                sources = ([{'cidr': r.get('CidrIp')} for r in indexed_groups(perm, 'IpRanges')]
+                           + [{'group': g.get('GroupId')}
+                              for g in indexed_groups(perm, 'Groups')])
+                if not sources:
+                    raise ApiError(400, 'MissingParameter',
+                                   'A rule needs an IP range or a group')
+                for src in sources:
+                    if 'group' in src and src['group'] not in self.security_groups:
+                        raise ApiError(400, 'InvalidGroup.NotFound',
+                                       "The security group '%s' does not exist"
+                                       % src['group'])
+                    rule = {'protocol': proto, 'from_port': ports[0], 'to_port': ports[1]}
+                    rule.update(src)
+                    if rule in group['rules'] or rule in rules:
+                        raise ApiError(400, 'InvalidPermission.Duplicate',
+                                       'the specified rule already exists')
+                    rules.append(rule)
+            group['rules'].extend(rules)
+        return success_body('AuthorizeSecurityGroupIngress', rid,
+                            lambda root: sub(root, 'return', 'true'))
+
+    def sg_match(self, g, name, values):
+        if name.startswith('tag:'):
+            got = g['tags'].get(name[4:])
+            return got is not None and any(wildcard_match(v, got) for v in values)
+        field = {'group-name': g['name'], 'group-id': g['id'], 'vpc-id': g['vpc_id']}[name]
+        return any(wildcard_match(v, field) for v in values)
+
+    def do_DescribeSecurityGroups(self, params, rid):
+        ids = indexed(params, 'GroupId')
+        filters = [(f.get('Name', ''), indexed(f, 'Value'))
+                   for f in indexed_groups(params, 'Filter')]
+        for name, _ in filters:
+            if name not in ('group-name', 'group-id', 'vpc-id') and not name.startswith('tag:'):
+                raise ApiError(400, 'InvalidParameterValue',
+                               "The filter '%s' is invalid" % name)
+        with self.lock:
+            missing = [i for i in ids if i not in self.security_groups]
+            if missing:
+                raise ApiError(400, 'InvalidGroup.NotFound',
+                               "The security group '%s' does not exist" % missing[0])
+            groups = [json.loads(json.dumps(g)) for g in self.security_groups.values()
+                      if (not ids or g['id'] in ids)
+                      and all(self.sg_match(g, n, v) for n, v in filters)]
+
+        def fill(root):
+            info = sub(root, 'securityGroupInfo')
+            for g in groups:
+                item = sub(info, 'item')
+                sub(item, 'ownerId', '123456789012')
+                sub(item, 'groupId', g['id'])
+                sub(item, 'groupName', g['name'])
+                sub(item, 'groupDescription', g['description'])
+                sub(item, 'vpcId', g['vpc_id'])
+                perms = sub(item, 'ipPermissions')
+                for r in g['rules']:
+                    perm = sub(perms, 'item')
+                    sub(perm, 'ipProtocol', r['protocol'])
+                    if r['from_port'] is not None:
+                        sub(perm, 'fromPort', str(r['from_port']))
+                        sub(perm, 'toPort', str(r['to_port']))
+                    pairs, ranges = sub(perm, 'groups'), sub(perm, 'ipRanges')
+                    if 'group' in r:
+                        pair = sub(pairs, 'item')
+                        sub(pair, 'userId', '123456789012')
+                        sub(pair, 'groupId', r['group'])
+                    else:
+                        sub(sub(ranges, 'item'), 'cidrIp', r['cidr'])
+                tag_set = sub(item, 'tagSet')
+                for k, v in g['tags'].items():
+                    tag = sub(tag_set, 'item')
+                    sub(tag, 'key', k)
+                    sub(tag, 'value', v)
+        return success_body('DescribeSecurityGroups', rid, fill)
+
+    def do_DeleteSecurityGroup(self, params, rid):
+        with self.lock:
+            group = self.sg_lookup(params)
+            # In use while an instance that is not terminated has it, and for
+            # sg_release_ms after the last one terminated (EC2 frees the network
+            # interfaces a while after).
+            release = self.settings['sg_release_ms'] / 1000.0
+            now = time.monotonic()
+            users = [i.id for i in self.instances if group['id'] in i.security_group_ids
+                     and i.region == self.cur_region()
+                     and (i.state != 'terminated' or (i.terminated_at is not None
+                                                      and now - i.terminated_at < release))]
+            if users:
+                raise ApiError(400, 'DependencyViolation',
+                               "resource %s has a dependent object" % group['id'])
+            del self.security_groups[group['id']]
+        return success_body('DeleteSecurityGroup', rid,
+                            lambda root: sub(root, 'return', 'true'))
+
     # ------------------------------------------------------------ instances
 
     def instance_xml(self, parent, inst):
@@ -1425,6 +1638,10 @@ class FakeEC2:
                 if p['placement_group'] is not None and p['placement_group'] not in self.groups:
                     raise ApiError(400, 'InvalidPlacementGroup.Unknown',
                                    "The Placement Group '%s' is unknown." % p['placement_group'])
+                for sg in p['security_group_ids']:
+                    if sg not in self.security_groups:
+                        raise ApiError(400, 'InvalidGroup.NotFound',
+                                       "The security group '%s' does not exist" % sg)
                 slots = self.free_slots(max_count)
                 if len(slots) < min_count:
                     code = 'InsufficientInstanceCapacity'
@@ -1465,6 +1682,7 @@ class FakeEC2:
             elif (inst.state == 'shutting-down' and inst.down
                   and inst.polls >= s['stopping_polls']):
                 inst.state, inst.polls = 'terminated', 0
+                inst.terminated_at = time.monotonic()
 
     def filter_match(self, inst, name, values):
         if name.startswith('tag:'):
@@ -1659,6 +1877,10 @@ class FakeEC2:
                 'placement_groups': [n for d in self.groups_of.values() for n in d],
                 'key_pairs_by_region': {r: list(d) for r, d in self.key_pairs_of.items()},
                 'placement_groups_by_region': {r: list(d) for r, d in self.groups_of.items()},
+                'security_groups': [dict(g, region=r, rules=[dict(x) for x in g['rules']],
+                                         tags=dict(g['tags']))
+                                    for r, d in self.security_groups_of.items()
+                                    for g in d.values() if g['id'] != PRESET_SG],
                 'calls_by_region': {a: dict(d) for a, d in self.calls_by_region.items()},
                 'catalog': self.catalog_state(),
                 'calls': dict(self.calls),

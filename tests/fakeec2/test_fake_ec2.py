@@ -276,7 +276,7 @@ class FakeEC2Test(unittest.TestCase):
 
         run = dict(ImageId='ami-0life', InstanceType='t3.micro', MinCount=2, MaxCount=2,
                    KeyName='life', Placement={'GroupName': 'life-pg'}, ClientToken='life-token',
-                   SubnetId='subnet-0life', SecurityGroupIds=['sg-0life'],
+                   SubnetId='subnet-0life', SecurityGroupIds=['sg-0cclfs'],
                    TagSpecifications=[
                        {'ResourceType': 'instance',
                         'Tags': [{'Key': 'cclfs:cluster', 'Value': 'life'},
@@ -335,7 +335,7 @@ class FakeEC2Test(unittest.TestCase):
                               s['placement_group'], s['subnet_id'], s['security_group_ids'],
                               s['client_token'], s['reservation_id']),
                              ('ami-0life', 't3.micro', 'life', 'life-pg', 'subnet-0life',
-                              ['sg-0life'], 'life-token', r1['ReservationId']))
+                              ['sg-0cclfs'], 'life-token', r1['ReservationId']))
             self.assertFalse(pid_gone(s['sshd_pid']))
         for iid, addr in addrs.items():
             r = self.ssh(addr)
@@ -414,6 +414,78 @@ class FakeEC2Test(unittest.TestCase):
                                KeyNames=['life'])
         self.assertNotIn('life', self.state()['key_pairs'])
         self.assertNotIn('life-pg', self.state()['placement_groups'])
+
+    def test_security_groups(self):
+        ec2 = self.ec2
+        self.control('POST', '/_fake/settings', {'sg_release_ms': 300})
+        vpcs = ec2.describe_vpcs(Filters=[{'Name': 'is-default', 'Values': ['true']}])['Vpcs']
+        self.assertEqual([v['VpcId'] for v in vpcs], ['vpc-0default'])
+        subnets = ec2.describe_subnets(SubnetIds=['subnet-0cclfs'])['Subnets']
+        self.assertEqual([(n['SubnetId'], n['VpcId']) for n in subnets],
+                         [('subnet-0cclfs', 'vpc-0cclfs')])
+        self.assertClientError('InvalidSubnetID.NotFound', ec2.describe_subnets,
+                               SubnetIds=['subnet-0nope'])
+        tags = [{'ResourceType': 'security-group',
+                 'Tags': [{'Key': 'cclfs:cluster', 'Value': 'sgt'},
+                          {'Key': 'cclfs:token', 'Value': 'tok-sgt'}]}]
+        gid = ec2.create_security_group(GroupName='cclfs-sgt-tok', Description='sgt',
+                                        VpcId='vpc-0default',
+                                        TagSpecifications=tags)['GroupId']
+        self.assertRegex(gid, r'^sg-[0-9a-f]{17}$')
+        self.assertClientError('InvalidGroup.Duplicate', ec2.create_security_group,
+                               GroupName='cclfs-sgt-tok', Description='sgt',
+                               VpcId='vpc-0default')
+        ec2.authorize_security_group_ingress(GroupId=gid, IpPermissions=[
+            {'IpProtocol': 'tcp', 'FromPort': 22, 'ToPort': 22,
+             'IpRanges': [{'CidrIp': '0.0.0.0/0'}]},
+            {'IpProtocol': '-1', 'UserIdGroupPairs': [{'GroupId': gid}]}])
+        self.assertClientError('InvalidPermission.Duplicate',
+                               ec2.authorize_security_group_ingress, GroupId=gid,
+                               IpPermissions=[{'IpProtocol': '-1',
+                                               'UserIdGroupPairs': [{'GroupId': gid}]}])
+        for flt in ([{'Name': 'group-name', 'Values': ['cclfs-sgt-*']}],
+                    [{'Name': 'tag:cclfs:token', 'Values': ['tok-sgt']}],
+                    [{'Name': 'group-id', 'Values': [gid]},
+                     {'Name': 'vpc-id', 'Values': ['vpc-0default']}]):
+            got = ec2.describe_security_groups(Filters=flt)['SecurityGroups']
+            self.assertEqual([g['GroupId'] for g in got], [gid], flt)
+        g = got[0]
+        self.assertEqual(g['GroupName'], 'cclfs-sgt-tok')
+        self.assertEqual({t['Key']: t['Value'] for t in g['Tags']},
+                         {'cclfs:cluster': 'sgt', 'cclfs:token': 'tok-sgt'})
+        self.assertEqual(sorted((p['IpProtocol'], p.get('FromPort'),
+                                 tuple(r['CidrIp'] for r in p['IpRanges']),
+                                 tuple(u['GroupId'] for u in p['UserIdGroupPairs']))
+                                for p in g['IpPermissions']),
+                         [('-1', None, (), (gid,)), ('tcp', 22, ('0.0.0.0/0',), ())])
+        self.assertEqual(ec2.describe_security_groups(Filters=[
+            {'Name': 'vpc-id', 'Values': ['vpc-0cclfs']},
+            {'Name': 'group-name', 'Values': ['cclfs-sgt-tok']}])['SecurityGroups'], [])
+        st = [x for x in self.state()['security_groups'] if x['id'] == gid]
+        self.assertEqual([(x['name'], x['vpc_id'], len(x['rules'])) for x in st],
+                         [('cclfs-sgt-tok', 'vpc-0default', 2)])
+
+        run = dict(ImageId='ami-0sg', InstanceType='t3.micro', MinCount=1, MaxCount=1,
+                   SecurityGroupIds=[gid])
+        self.assertClientError('InvalidGroup.NotFound', ec2.run_instances,
+                               **dict(run, SecurityGroupIds=['sg-0nope']))
+        iid = ec2.run_instances(**run)['Instances'][0]['InstanceId']
+        self.wait_states([iid], 'running')
+        self.assertClientError('DependencyViolation', ec2.delete_security_group, GroupId=gid)
+        ec2.terminate_instances(InstanceIds=[iid])
+        self.wait_states([iid], 'terminated')
+        # A while after the instance is gone the group is still in use, then it goes.
+        wait_for(lambda: self.try_delete_sg(gid), timeout=10, what='the group deleted')
+        self.assertClientError('InvalidGroup.NotFound', ec2.delete_security_group, GroupId=gid)
+        self.assertNotIn(gid, [x['id'] for x in self.state()['security_groups']])
+
+    def try_delete_sg(self, gid):
+        try:
+            self.ec2.delete_security_group(GroupId=gid)
+            return True
+        except ClientError as e:
+            self.assertEqual(e.response['Error']['Code'], 'DependencyViolation')
+            return False
 
     def test_describe_filters_and_pages(self):
         ec2 = self.ec2
