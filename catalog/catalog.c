@@ -371,8 +371,9 @@ static int catalog_load_labels(struct catalog *cat, const char *provider)
 			return -1;
 		cat->nlabels++;
 	}
-	qsort(cat->labels, cat->nlabels, 2 * sizeof(*cat->labels),
-	      catalog_cmp_label);
+	if (cat->nlabels) /* labels is NULL when there are none */
+		qsort(cat->labels, cat->nlabels, 2 * sizeof(*cat->labels),
+		      catalog_cmp_label);
 	return 0;
 }
 
@@ -440,8 +441,10 @@ static int catalog_type_row(struct catalog *cat, const char *provider,
 		 * own machine type. */
 		const char *key = c->field[namecol];
 		const char **hit =
-			bsearch(&key, cat->labels, cat->nlabels,
-				2 * sizeof(*cat->labels), catalog_cmp_label);
+			cat->nlabels ? bsearch(&key, cat->labels, cat->nlabels,
+					       2 * sizeof(*cat->labels),
+					       catalog_cmp_label)
+				     : NULL;
 
 		type[assumption_field_find("node_machinetype")] =
 			hit ? hit[1] : key;
@@ -745,6 +748,8 @@ catalog_lookup(struct catalog *cat, const char *provider, const char *name)
 {
 	struct resolver_instance key = {.provider = provider, .name = name};
 
+	if (!cat->count) /* v may be NULL */
+		return NULL;
 	return bsearch(&key, cat->v, cat->count, sizeof(*cat->v),
 		       catalog_cmp_name);
 }
@@ -756,10 +761,15 @@ int catalog_sort(struct catalog *cat)
 	size_t no = 0, dropped = 0, *first, nloc;
 	int *index;
 
-	qsort(cat->v, cat->count, sizeof(*cat->v), catalog_cmp_name);
-	qsort(cat->pend, cat->npend, sizeof(*cat->pend), catalog_cmp_pending);
-	qsort(cat->regions, cat->nregions, sizeof(*cat->regions),
-	      catalog_cmp_region);
+	/* An empty array may be NULL, which qsort must not be given. */
+	if (cat->count)
+		qsort(cat->v, cat->count, sizeof(*cat->v), catalog_cmp_name);
+	if (cat->npend)
+		qsort(cat->pend, cat->npend, sizeof(*cat->pend),
+		      catalog_cmp_pending);
+	if (cat->nregions)
+		qsort(cat->regions, cat->nregions, sizeof(*cat->regions),
+		      catalog_cmp_region);
 	/* Each offer's index among the regions, through their locale ids. */
 	nloc = hierarchy_count(cat->types);
 	index = malloc((nloc ? nloc : 1) * sizeof(*index));
@@ -1000,6 +1010,8 @@ catalog_find(const struct catalog *cat, const char *provider, const char *name)
 {
 	struct resolver_instance key = {.provider = provider, .name = name};
 
+	if (!cat->count) /* v may be NULL */
+		return NULL;
 	return bsearch(&key, cat->v, cat->count, sizeof(*cat->v),
 		       catalog_cmp_name);
 }

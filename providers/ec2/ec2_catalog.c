@@ -447,7 +447,8 @@ static int ec2_merge(struct ec2_region *g)
 	g->offers = calloc(types->n ? types->n : 1, sizeof(*g->offers));
 	if (!g->offers)
 		return -ENOMEM;
-	qsort(types->v, types->n, sizeof(*types->v), ec2_row_cmp);
+	if (types->n) /* v is NULL when empty */
+		qsort(types->v, types->n, sizeof(*types->v), ec2_row_cmp);
 	for (size_t i = 0; i < types->n; i++) {
 		struct ec2_offer *o;
 
@@ -459,14 +460,16 @@ static int ec2_merge(struct ec2_region *g)
 		o->price = o->spot = NAN;
 	}
 	/* Zones in name order, as the catalog lists them. */
-	qsort(zones->v, zones->n, sizeof(*zones->v), ec2_row_cmp);
+	if (zones->n) /* v is NULL when empty */
+		qsort(zones->v, zones->n, sizeof(*zones->v), ec2_row_cmp);
 	for (size_t i = 0; i < zones->n; i++) {
 		struct ec2_offer *o = ec2_offer_find(g, zones->v[i].type);
 
 		if (o && ec2_zone_add(o, zones->v[i].zone))
 			return -ENOMEM;
 	}
-	qsort(spot->v, spot->n, sizeof(*spot->v), ec2_row_cmp);
+	if (spot->n) /* v is NULL when empty */
+		qsort(spot->v, spot->n, sizeof(*spot->v), ec2_row_cmp);
 	for (size_t i = 0; i < spot->n;) {
 		const struct ec2_row *latest = &spot->v[i];
 		struct ec2_offer *o;
