@@ -18,12 +18,13 @@ struct ec2_settings {
 	char pricing_endpoint_url[512]; /* "": AWS_ENDPOINT_URL_PRICING... */
 	char imageid[128];		/* defaults of config/ */
 	char subnet_id[64];
-	char security_group_id[64];
-	char placement_group[128]; /* "none": no placement group */
-	char key_name[128];	   /* "": a key pair per cluster */
-	char user[64];		   /* login user ("ec2-user") */
-	char address[16];	   /* "public" (default) or "private" */
-	char keydir[PATH_MAX];	   /* STATEDIR/keys: generated keys */
+	char security_group_id[64]; /* "": a group per cluster */
+	char ssh_cidr[64];	    /* its SSH rule's source (0.0.0.0/0) */
+	char placement_group[128];  /* "none": no placement group */
+	char key_name[128];	    /* "": a key pair per cluster */
+	char user[64];		    /* login user ("ec2-user") */
+	char address[16];	    /* "public" (default) or "private" */
+	char keydir[PATH_MAX];	    /* STATEDIR/keys: generated keys */
 	char known_hosts[PATH_MAX];
 	char own_hosts[PATH_MAX]; /* STATEDIR/known_hosts */
 	int connect_timeout_ms;

@@ -2,7 +2,8 @@
  * region, endpoint_url and pricing_endpoint_url (below the AWS environment
  * and profile), the
  * defaults of imageid, subnet_id, security_group_id, placement_group and
- * key_name, the login (user, address), and timings in seconds. */
+ * key_name, the SSH rule's ssh_cidr, the login (user, address), and timings in
+ * seconds. */
 #include "providers/ec2/ec2_conf.h"
 
 #include "providers/provider_conf.h"
@@ -45,6 +46,7 @@ static void ec2conf_defaults(const char *statedir, struct ec2_settings *s)
 {
 	memset(s, 0, sizeof(*s));
 	snprintf(s->user, sizeof(s->user), "ec2-user");
+	snprintf(s->ssh_cidr, sizeof(s->ssh_cidr), "0.0.0.0/0");
 	snprintf(s->address, sizeof(s->address), "public");
 	snprintf(s->keydir, sizeof(s->keydir), "%.4000s/keys", statedir);
 	snprintf(s->own_hosts, sizeof(s->own_hosts), "%.4000s/known_hosts",
@@ -80,6 +82,9 @@ static int ec2conf_key(const char *key, const char *v, struct ec2_settings *s)
 	if (strcmp(key, "security_group_id") == 0)
 		return ec2conf_word(v, s->security_group_id,
 				    sizeof(s->security_group_id));
+	if (strcmp(key, "ssh_cidr") == 0)
+		return *v ? ec2conf_word(v, s->ssh_cidr, sizeof(s->ssh_cidr))
+			  : -1;
 	if (strcmp(key, "placement_group") == 0)
 		return ec2conf_word(v, s->placement_group,
 				    sizeof(s->placement_group));
@@ -153,7 +158,8 @@ int ec2conf_read(const struct config *cfg, const char *statedir,
 				"%s: [ec2] has no key \"%s\"; it takes region, "
 				"endpoint_url, pricing_endpoint_url, imageid, "
 				"subnet_id, "
-				"security_group_id, placement_group, key_name, "
+				"security_group_id, ssh_cidr, placement_group, "
+				"key_name, "
 				"user, address, known_hosts, retries, "
 				"connect_timeout, command_timeout, keepalive, "
 				"boot_timeout, poll_interval, poll_max, "

@@ -2,8 +2,8 @@
 # The ec2 provider against the fake EC2 endpoint of tests/fakeec2 (every
 # request's SigV4 signature checked with botocore; each instance a real
 # sshd on 127.0.2.k): the tutorial, API faults, credentials, instances of
-# unknown clusters, and a daemon killed at random points of deploy and
-# terminate.
+# unknown clusters, a daemon killed at random points of deploy and
+# terminate, and the security group made per cluster.
 
 load helpers
 load fakeec2
@@ -348,4 +348,95 @@ crash_check() {
 	done
 	nothing_left
 	crash_check
+}
+
+# The cluster's group name: cclfs-HANDLE-TOKEN8.
+sg_name() {
+	echo "cclfs-$1-$(fake_py "[i['tags']['cclfs:token'][:8] for i in s['instances'] if i['tags']['cclfs:cluster'] == '$1'][0]")"
+}
+
+@test "security group: made per cluster in the default VPC (SSH from 0.0.0.0/0, all from itself), used, deleted at terminate through DependencyViolation" {
+	ec2_setup
+	ec2_mount
+	contract c 2
+	echo s1 >contracts/c/deploy
+	wait_state s1 running
+	name=$(sg_name s1)
+	[ "$(fake_py "[(g['vpc_id'], g['tags'].get('cclfs:cluster'), g['tags'].get('cclfs:token') == s['instances'][0]['tags']['cclfs:token']) for g in s['security_groups']]")" = "[('vpc-0default', 's1', True)]" ]
+	[ "$(fake_py "[g['name'] for g in s['security_groups']]")" = "['$name']" ]
+	[ "$(fake_sg_rules "$name")" = "$(printf -- '-1 None self\ntcp 22 0.0.0.0/0')" ]
+	gid=$(fake_py "s['security_groups'][0]['id']")
+	[ "$(fake_py "sorted(set(tuple(i['security_group_ids']) for i in s['instances']))")" = "[('$gid',)]" ]
+	[ "$(fake_py "s['calls'].get('DescribeVpcs')")" = 1 ]
+	# The group is in use for a while after the instances are gone, and
+	# EC2 may say so a few more times.
+	fake_post /_fake/settings '{"sg_release_ms": 300}'
+	fake_post /_fake/faults '[{"action": "DeleteSecurityGroup", "code": "DependencyViolation", "count": 3}]'
+	echo terminated >clusters/s1/state
+	wait_state s1 terminated
+	[ "$(fake_sg_count)" = 0 ]
+	[ "$(fake_py "s['calls'].get('DeleteSecurityGroup')")" -ge 4 ]
+	nothing_left
+}
+
+@test "security group: in the subnet's VPC, SSH from [ec2] ssh_cidr" {
+	ec2_setup 'ssh_cidr = "203.0.113.0/24"' 'subnet_id = "subnet-0cclfs"'
+	ec2_mount
+	contract c 1
+	echo s2 >contracts/c/deploy
+	wait_state s2 running
+	name=$(sg_name s2)
+	[ "$(fake_py "[(g['name'], g['vpc_id']) for g in s['security_groups']]")" = "[('$name', 'vpc-0cclfs')]" ]
+	[ "$(fake_sg_rules "$name")" = "$(printf -- '-1 None self\ntcp 22 203.0.113.0/24')" ]
+	[ "$(fake_py "s['calls'].get('DescribeSubnets')")" = 1 ]
+	[ "$(fake_py "s['calls'].get('DescribeVpcs')")" = None ]
+	echo terminated >clusters/s2/state
+	wait_state s2 terminated
+	[ "$(fake_sg_count)" = 0 ]
+	nothing_left
+}
+
+@test "security group: a named one (config/security_group_id) is used, never made nor deleted" {
+	ec2_setup
+	ec2_mount
+	contract c 2
+	echo sg-0cclfs >contracts/c/config/security_group_id
+	echo s3 >contracts/c/deploy
+	wait_state s3 running
+	[ "$(fake_py "sorted(set(tuple(i['security_group_ids']) for i in s['instances']))")" = "[('sg-0cclfs',)]" ]
+	echo terminated >clusters/s3/state
+	wait_state s3 terminated
+	[ "$(fake_py "[s['calls'].get(a) for a in ('CreateSecurityGroup', 'AuthorizeSecurityGroupIngress', 'DescribeSecurityGroups', 'DeleteSecurityGroup')]")" = "[None, None, None, None]" ]
+	nothing_left
+}
+
+@test "security group: the daemon killed after CreateSecurityGroup made it, before its answer, leaves nothing after the next mount's terminate" {
+	ec2_setup 'request_timeout = "10"'
+	ec2_mount
+	contract c 1
+	# The first look at the state builds the fake's catalog (seconds): not
+	# while the answer below is late.
+	[ "$(fake_sg_count)" = 0 ]
+	# The group is made, its answer late: the daemon dies without its id.
+	fake_post /_fake/faults '[{"action": "CreateSecurityGroup", "delay_ms": 5000, "delay_after": true}]'
+	echo s4 >contracts/c/deploy
+	for _ in $(seq 1 200); do
+		[ "$(fake_sg_count)" = 1 ] && break
+		sleep 0.02
+	done
+	[ "$(fake_sg_count)" = 1 ]
+	[ "$(fake_py "s['calls'].get('RunInstances')")" = None ]
+	cd "$TESTDIR" && cclfs_crash && ec2_mount
+	for _ in $(seq 1 400); do
+		st=$(cat clusters/s4/state)
+		[ "$st" = running ] || [ "$st" = failed ] && break
+		sleep 0.05
+	done
+	[ "$st" = running ] || [ "$st" = failed ]
+	# Found again by its name, not made twice.
+	[ "$(fake_py "s['calls'].get('CreateSecurityGroup')")" = 1 ]
+	echo terminated >clusters/s4/state
+	wait_state s4 terminated
+	[ "$(fake_sg_count)" = 0 ]
+	nothing_left
 }

@@ -123,3 +123,15 @@ contract() {
 nothing_left() {
 	[ "$(fake_py "(len([i for i in s['instances'] if i['state'] != 'terminated']), len(s['key_pairs']), len(s['placement_groups']))")" = "(0, 0, 0)" ]
 }
+
+# The security groups cclfs made that are still there (not sg-0cclfs, the
+# user's group the fake starts with).
+fake_sg_count() {
+	fake_py "len(s['security_groups'])"
+}
+
+# The rules of the security group named $1, sorted, as
+# "PROTOCOL PORT SOURCE" lines (SOURCE: a CIDR, or "self" for the group).
+fake_sg_rules() {
+	fake_py "'\n'.join(sorted('%s %s %s' % (r['protocol'], r['from_port'], r.get('cidr') or ('self' if r['group'] == g['id'] else r['group'])) for g in s['security_groups'] if g['name'] == '$1' for r in g['rules']))"
+}
