@@ -235,22 +235,6 @@ static const char fs_why_modes[] =
 	"the modes and owners of cclfs's own files tell what can be done with "
 	"them and do not change";
 
-/* Whether `word` is one of the lines of text. */
-static bool fs_line_in(const char *text, const char *word)
-{
-	size_t n = strlen(word);
-
-	for (const char *l = text; l && *l;) {
-		const char *nl = strchr(l, '\n');
-		size_t len = nl ? (size_t)(nl - l) : strlen(l);
-
-		if (len == n && strncmp(l, word, n) == 0)
-			return true;
-		l = nl ? nl + 1 : NULL;
-	}
-	return false;
-}
-
 /* catalog/PROVIDER/refresh and catalog/regions/... */
 static int fs_stat_catalog_more(struct model *m, const struct fspath *p,
 				struct stat *st)
@@ -273,18 +257,19 @@ static int fs_stat_catalog_more(struct model *m, const struct fspath *p,
 		fs_fill(st, S_IFDIR | 0755, 2, 0, model_catalog_ns(m));
 		break;
 	case FSPATH_CATALOG_REGION:
+		if (!model_catalog_offered(m, p->provider, p->region, NULL))
+			return -ENOENT;
+		fs_fill(st, S_IFDIR | 0755, 2, 0, model_catalog_ns(m));
+		break;
 	case FSPATH_CATALOG_REGION_TYPE:
-		rc = model_catalog_region_types(m, p->provider, p->region, &buf,
-						&len);
-		if (rc == 0 && p->kind == FSPATH_CATALOG_REGION)
-			fs_fill(st, S_IFDIR | 0755, 2, 0, model_catalog_ns(m));
-		else if (rc == 0 && fs_line_in(buf, p->type))
-			fs_fill(st, S_IFLNK | 0777, 1,
-				strlen("../../../") + strlen(p->provider) + 1 +
-					strlen(p->type),
-				model_catalog_ns(m));
-		else if (rc == 0)
-			rc = -ENOENT;
+		/* One look-up, not the region's list: ls -l stats every link.
+		 */
+		if (!model_catalog_offered(m, p->provider, p->region, p->type))
+			return -ENOENT;
+		fs_fill(st, S_IFLNK | 0777, 1,
+			strlen("../../../") + strlen(p->provider) + 1 +
+				strlen(p->type),
+			model_catalog_ns(m));
 		break;
 	default:
 		rc = -ENOENT;

@@ -1342,6 +1342,12 @@ int model_catalog_region_types(struct model *m, const char *provider,
 				       len);
 }
 
+bool model_catalog_offered(struct model *m, const char *provider,
+			   const char *region, const char *type)
+{
+	return resolution_offered(m->resolution, provider, region, type);
+}
+
 bool model_catalog_refresh_exists(struct model *m, const char *provider)
 {
 	return refresh_offered(m, provider);

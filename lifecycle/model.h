@@ -261,6 +261,10 @@ const char *model_catalog_region(struct model *m, const char *provider,
 				 size_t i);
 int model_catalog_region_types(struct model *m, const char *provider,
 			       const char *region, char **names, size_t *len);
+/* Whether the provider has the region and, when type is not NULL, offers
+ * that type there. */
+bool model_catalog_offered(struct model *m, const char *provider,
+			   const char *region, const char *type);
 /* catalog/PROVIDER/refresh: whether it exists, its content (malloc'd) and
  * mtime, and a write or touch of it (see refresh_request). */
 bool model_catalog_refresh_exists(struct model *m, const char *provider);

@@ -421,7 +421,7 @@ static int refresh_apply(struct model *m, const char *changed, char *err,
 		src[n].offers_len = s->offers_len;
 		n++;
 	}
-	rc = resolution_env_replace(m->resolution, src, n, NULL, err, errlen);
+	rc = resolution_env_replace(m->resolution, src, n, err, errlen);
 	if (rc == 0) {
 		char dir[64];
 

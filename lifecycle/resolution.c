@@ -174,7 +174,7 @@ fail:
 
 int resolution_env_replace(struct resolution_env *env,
 			   const struct catalog_source *src, size_t n,
-			   char **notes, char *err, size_t errlen)
+			   char *err, size_t errlen)
 {
 	struct resolution_env fresh = {.config = env->config};
 	struct catalog *old;
@@ -187,8 +187,6 @@ int resolution_env_replace(struct resolution_env *env,
 		catalog_close(fresh.catalog);
 		return -EINVAL;
 	}
-	if (notes)
-		*notes = strdup(catalog_notes(fresh.catalog));
 	pthread_rwlock_wrlock(&env->lock);
 	old = env->retired;
 	env->retired = env->catalog;
@@ -1091,6 +1089,29 @@ int resolution_region_types(const struct resolution_env *env,
 	*names = out;
 	*len = n;
 	return 0;
+}
+
+bool resolution_offered(const struct resolution_env *env, const char *provider,
+			const char *region, const char *type)
+{
+	struct resolution_env *w = (struct resolution_env *)env;
+	const struct resolver_instance *t;
+	const char *r;
+	bool found = false;
+
+	pthread_rwlock_rdlock(&w->lock);
+	if (type) {
+		t = catalog_find(env->catalog, provider, type);
+		found = t && catalog_offer_in(t, region);
+	} else {
+		for (size_t i = 0;
+		     !found &&
+		     (r = catalog_provider_region(env->catalog, provider, i));
+		     i++)
+			found = strcmp(r, region) == 0;
+	}
+	pthread_rwlock_unlock(&w->lock);
+	return found;
 }
 
 int resolution_offer_price(const struct resolution_env *env,

@@ -7,6 +7,7 @@
 
 #include "lifecycle/config.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct resolution_env;
@@ -29,12 +30,11 @@ struct resolution_env *resolution_env_wrap(const struct config *cfg,
 
 /* Replace the catalog by the compiled-in one with the n sources' rows in
  * place of their providers' (a refresh, or none to go back), plus the
- * providers' own types. *notes (malloc'd, may be NULL) tells what the
- * sources placed or left out. 0, or -errno with err; the catalog in use
- * is then unchanged. */
+ * providers' own types. 0, or -errno with err; the catalog in use is then
+ * unchanged. */
 int resolution_env_replace(struct resolution_env *env,
 			   const struct catalog_source *src, size_t n,
-			   char **notes, char *err, size_t errlen);
+			   char *err, size_t errlen);
 
 /*
  * Check a type name written to assumption file `field` (an index into
@@ -74,6 +74,10 @@ const char *resolution_provider_region(const struct resolution_env *env,
 int resolution_region_types(const struct resolution_env *env,
 			    const char *provider, const char *region,
 			    char **names, size_t *len);
+/* Whether the provider has the region and, when type is not NULL, offers
+ * that type there. */
+bool resolution_offered(const struct resolution_env *env, const char *provider,
+			const char *region, const char *type);
 /* The prices the catalog has for an offer (NAN when unknown); -ENOENT
  * when it has no such offer. */
 int resolution_offer_price(const struct resolution_env *env,

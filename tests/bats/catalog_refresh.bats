@@ -222,6 +222,8 @@ urllib.request.urlopen(urllib.request.Request(sys.argv[1] + "/_fake/faults", met
 	echo r1 >contracts/r/deploy
 	wait_state r1 running
 	grep -qx 'region: eu-west-1' clusters/r1/info
+	# ...at that region's price (the compiled-in catalog has none there).
+	grep -qx "price_per_hour: $(cut -f4 contracts/r/resolution)" clusters/r1/info
 	expect_eq "$(fake_py "sorted(set(i['region'] for i in s['instances']))")" "['eu-west-1']" "region of the instances"
 	expect_eq "$(fake_py "sorted(s['calls_by_region'].get('RunInstances', {}))")" "['eu-west-1']" "region of RunInstances"
 	echo terminated >clusters/r1/state
