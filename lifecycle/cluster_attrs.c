@@ -110,6 +110,13 @@ static void cluster_show_info(struct model *m, struct cluster *c,
 		if (r && (r == c->options || r[-1] == '\n'))
 			cluster_printf(t, "region: %.*s\n",
 				       (int)strcspn(r + 7, "\n"), r + 7);
+		/* config/market as deployed (price_per_hour is its price). */
+		r = strstr(c->options, "market=");
+		if (r && (r == c->options || r[-1] == '\n'))
+			cluster_printf(t, "market: %.*s\n",
+				       (int)strcspn(r + 7, "\n"), r + 7);
+		else
+			cluster_printf(t, "market: on-demand\n");
 	}
 	cluster_printf(t, "node_count: %d\nnode_process_count: %d\n",
 		       c->node_count, c->process_count);

@@ -119,12 +119,35 @@ static bool cluster_node_made(const struct cluster_node *n)
 	return cluster_node_live(n) && *n->pn.instance_id;
 }
 
+/* What a provider says of a cluster while it works goes to the cluster's
+ * log. */
+struct cluster_say {
+	struct model *m;
+	const char *handle;
+};
+
+static void cluster_batch_say(void *ctx, const char *sentence)
+{
+	struct cluster_say *cs = ctx;
+	struct cluster *c;
+
+	pthread_mutex_lock(&cs->m->lock);
+	c = cluster_find(cs->m, cs->handle);
+	if (c)
+		cluster_log(cs->m, c, "%s", sentence);
+	pthread_mutex_unlock(&cs->m->lock);
+}
+
 /* Call the provider without the model's lock; find c again after (NULL:
  * it is gone). */
 static struct cluster *cluster_batch_run(struct model *m, const char *handle,
 					 struct cluster_batch *cb,
 					 enum provider_action a, int *rc)
 {
+	struct cluster_say cs = {m, handle};
+
+	cb->b.say = cluster_batch_say;
+	cb->b.say_ctx = &cs;
 	pthread_mutex_unlock(&m->lock);
 	if (!cb->p) {
 		snprintf(cb->b.err, sizeof(cb->b.err),
@@ -136,6 +159,8 @@ static struct cluster *cluster_batch_run(struct model *m, const char *handle,
 		*rc = provider_act(cb->p, a, &cb->b);
 	}
 	pthread_mutex_lock(&m->lock);
+	cb->b.say = NULL;
+	cb->b.say_ctx = NULL;
 	return cluster_find(m, handle);
 }
 

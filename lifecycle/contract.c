@@ -29,6 +29,8 @@ enum contract_type {
 	TYPE_THREADLEVEL,
 	TYPE_POLICY,
 	TYPE_ENVIRONMENT,
+	TYPE_MARKET,
+	TYPE_CIDR,
 };
 
 /* Largest node_count / node_process_count accepted. */
@@ -37,38 +39,45 @@ enum contract_type {
 static const char *const contract_dir_names[CONTRACT_DIR_COUNT] = {
 	"", "manager", "worker", "config", "clusters"};
 
-/* The configuration parameters of config/, with their validators. */
+/* The configuration parameters of config/, with their validators; those
+ * the cloud providers read go to them in the node options too. */
 static const struct {
 	const char *name;
 	enum contract_type type;
+	bool to_provider;
 } contract_config[] = {
-	{"user", TYPE_USER},
-	{"sshflags", TYPE_LINE},
-	{"tunneled", TYPE_BOOL},
-	{"exename", TYPE_LINE},
-	{"exeflags", TYPE_LINE},
-	{"directory", TYPE_LINE},
-	{"threadlevel", TYPE_THREADLEVEL},
-	{"mpiflags", TYPE_LINE},
-	{"resolve_policy", TYPE_POLICY},
-	{"keyfile", TYPE_LINE},
-	{"environment", TYPE_ENVIRONMENT},
+	{"user", TYPE_USER, false},
+	{"sshflags", TYPE_LINE, false},
+	{"tunneled", TYPE_BOOL, false},
+	{"exename", TYPE_LINE, false},
+	{"exeflags", TYPE_LINE, false},
+	{"directory", TYPE_LINE, false},
+	{"threadlevel", TYPE_THREADLEVEL, false},
+	{"mpiflags", TYPE_LINE, false},
+	{"resolve_policy", TYPE_POLICY, false},
+	{"keyfile", TYPE_LINE, false},
+	{"environment", TYPE_ENVIRONMENT, false},
+	{"market", TYPE_MARKET, true},
+	{"recover", TYPE_BOOL, true},
+	{"failover", TYPE_POSITIVE, true},
+	{"ssh_cidr", TYPE_CIDR, true},
+	{"zone", TYPE_WORD, true},
 };
 #define CONTRACT_CONFIG_COUNT                                                  \
 	(sizeof(contract_config) / sizeof(contract_config[0]))
 
 /* 3 + 18 + 2 triggers + 3 generated at the top, 18 per role, the config. */
-#define CONTRACT_FIELDS_MAX 96
+#define CONTRACT_FIELDS_MAX 128
 
 static struct contract_field contract_fields[CONTRACT_FIELDS_MAX];
 static char contract_paths[CONTRACT_FIELDS_MAX][64];
 static size_t contract_nfields;
 static pthread_once_t contract_once = PTHREAD_ONCE_INIT;
 
-static void contract_add(enum contract_dir dir, const char *name,
-			 enum contract_file file, enum contract_role role,
-			 enum contract_type type, int assumption,
-			 const char *def)
+static void contract_add_for(enum contract_dir dir, const char *name,
+			     enum contract_file file, enum contract_role role,
+			     enum contract_type type, int assumption,
+			     const char *def, bool to_provider)
 {
 	size_t i = contract_nfields++;
 	struct contract_field *f = &contract_fields[i];
@@ -90,7 +99,16 @@ static void contract_add(enum contract_dir dir, const char *name,
 		.def = def,
 		.owner_only =
 			type == TYPE_ENVIRONMENT || role == CONTRACT_ROLE_ERROR,
+		.to_provider = to_provider || role == CONTRACT_ROLE_PROVIDER,
 	};
+}
+
+static void contract_add(enum contract_dir dir, const char *name,
+			 enum contract_file file, enum contract_role role,
+			 enum contract_type type, int assumption,
+			 const char *def)
+{
+	contract_add_for(dir, name, file, role, type, assumption, def, false);
 }
 
 static void contract_add_assumptions(enum contract_dir dir)
@@ -136,12 +154,13 @@ static void contract_build(void)
 	contract_add_assumptions(CONTRACT_DIR_MANAGER);
 	contract_add_assumptions(CONTRACT_DIR_WORKER);
 	for (size_t i = 0; i < CONTRACT_CONFIG_COUNT; i++)
-		contract_add(CONTRACT_DIR_CONFIG, contract_config[i].name,
-			     CONTRACT_FILE_VALUE,
-			     contract_config[i].type == TYPE_POLICY
-				     ? CONTRACT_ROLE_POLICY
-				     : CONTRACT_ROLE_PLAIN,
-			     contract_config[i].type, -1, "");
+		contract_add_for(CONTRACT_DIR_CONFIG, contract_config[i].name,
+				 CONTRACT_FILE_VALUE,
+				 contract_config[i].type == TYPE_POLICY
+					 ? CONTRACT_ROLE_POLICY
+					 : CONTRACT_ROLE_PLAIN,
+				 contract_config[i].type, -1, "",
+				 contract_config[i].to_provider);
 	/* Then what the providers read, each name once. */
 	for (size_t p = 0; provider_registry[p]; p++)
 		for (const char *const *k = provider_registry[p]->config_keys;
@@ -430,6 +449,83 @@ static int contract_environment(const char *text, size_t len, char *out,
 	return 0;
 }
 
+/* config/market: "spot" or "on-demand" for every role, or ROLE=MARKET
+ * words for the manager and the workers ("manager=on-demand worker=spot"),
+ * normalised to words separated by one space. */
+static int contract_market(const char *s, size_t n, char *out, size_t outlen,
+			   const char *q, char *err, size_t errlen)
+{
+	static const char *const markets[] = {"on-demand", "spot", NULL};
+	static const char *const roles[] = {"manager", "worker", NULL};
+	size_t o = 0, words = 0;
+	bool bare = false;
+
+	for (size_t i = 0; i < n;) {
+		size_t l = 0, r = 0;
+		const char *w = s + i, *eq, *m, *role;
+
+		while (i + l < n && !contract_is_blank(s[i + l]) &&
+		       s[i + l] != ',')
+			l++;
+		eq = memchr(w, '=', l);
+		if (eq)
+			r = (size_t)(eq - w);
+		m = contract_pick(eq ? eq + 1 : w, eq ? l - r - 1 : l,
+				  markets);
+		role = eq ? contract_pick(w, r, roles) : NULL;
+		if (!m || (eq && !role) ||
+		    (eq ? bare : words > 0)) {
+			snprintf(err, errlen,
+				 "%s is not a market; write on-demand or spot "
+				 "(every node), or per role, e.g. "
+				 "manager=on-demand worker=spot",
+				 q);
+			return -EINVAL;
+		}
+		bare |= !eq;
+		if (o + l + 2 > outlen) {
+			snprintf(err, errlen,
+				 "the value is longer than %zu bytes",
+				 outlen - 1);
+			return -EFBIG;
+		}
+		if (o)
+			out[o++] = ' ';
+		if (role) {
+			memcpy(out + o, role, strlen(role));
+			o += strlen(role);
+			out[o++] = '=';
+		}
+		memcpy(out + o, m, strlen(m));
+		o += strlen(m);
+		words++;
+		i += l;
+		while (i < n && (contract_is_blank(s[i]) || s[i] == ','))
+			i++;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+/* An IPv4 network A.B.C.D/N: 0 when s is one. */
+static int contract_cidr(const char *s, size_t n)
+{
+	unsigned a[5];
+	char buf[32], tail;
+
+	if (n >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	if (sscanf(buf, "%3u.%3u.%3u.%3u/%2u%c", &a[0], &a[1], &a[2], &a[3],
+		   &a[4], &tail) != 5)
+		return -1;
+	for (int i = 0; i < 4; i++)
+		if (a[i] > 255)
+			return -1;
+	return a[4] > 32 ? -1 : 0;
+}
+
 int contract_normalise(const struct contract_field *f, const char *text,
 		       size_t len, char *out, size_t outlen, char *err,
 		       size_t errlen)
@@ -548,6 +644,17 @@ int contract_normalise(const struct contract_field *f, const char *text,
 					 "%s contains a control character", q);
 				return -EINVAL;
 			}
+		}
+		break;
+	case TYPE_MARKET:
+		return contract_market(s, n, out, outlen, q, err, errlen);
+	case TYPE_CIDR:
+		if (contract_cidr(s, n)) {
+			snprintf(err, errlen,
+				 "%s is not an IPv4 network; write one such as "
+				 "0.0.0.0/0 or 203.0.113.0/24",
+				 q);
+			return -EINVAL;
 		}
 		break;
 	case TYPE_ENVIRONMENT: /* contract_environment, above */

@@ -53,6 +53,9 @@ struct contract_field {
 	 * may hold secrets (config/environment) and the error that may quote
 	 * them. */
 	bool owner_only;
+	/* Handed to the providers in the node options at deploy (their own
+	 * config/ keys, and cclfs's that clouds read: market, zone...). */
+	bool to_provider;
 };
 
 /* The schema, in the order readdir lists it. Subfolders are entries of

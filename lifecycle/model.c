@@ -148,11 +148,13 @@ static int model_insert(struct model *m, struct model_contract *c)
 	return 0;
 }
 
-/* Whether a change of f makes the candidates file stale. */
+/* Whether a change of f makes the candidates file stale (the market
+ * orders them by its price). */
 static bool model_feeds_candidates(const struct contract_field *f)
 {
 	return f->role == CONTRACT_ROLE_ASSUMPTION ||
-	       f->role == CONTRACT_ROLE_CLUSTER_TYPE;
+	       f->role == CONTRACT_ROLE_CLUSTER_TYPE ||
+	       (f->dir == CONTRACT_DIR_CONFIG && strcmp(f->name, "market") == 0);
 }
 
 /* Whether a change of f makes a stored resolution stale. */
@@ -1098,7 +1100,7 @@ static int model_fire(struct model *m, struct model_contract *c, size_t f,
 			const struct contract_field *cf = contract_field_at(i);
 			const char *v;
 
-			if (cf->role != CONTRACT_ROLE_PROVIDER)
+			if (!cf->to_provider)
 				continue;
 			v = model_config(m, c, cf->name);
 			if (*v && o < sizeof(options))

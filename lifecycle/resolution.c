@@ -316,6 +316,7 @@ static void resolution_price_text(double price, char *buf, size_t len)
 struct resolution_hit {
 	const struct resolver_instance *t;
 	const struct resolver_offer *o;
+	bool spot; /* bought on the spot market: priced at o->spot */
 };
 
 struct resolution_hits {
@@ -326,9 +327,37 @@ struct resolution_hits {
 	const char *excluded_provider, *excluded_region;
 };
 
+/* The price per hour of the hit's market; a type without offers (local,
+ * hosts) has one price whatever the market. */
 static double resolution_hit_price(const struct resolution_hit *h)
 {
-	return h->o ? h->o->price : h->t->price;
+	if (!h->o)
+		return h->t->price;
+	return h->spot ? h->o->spot : h->o->price;
+}
+
+/* Whether config/market buys `role`'s nodes on the spot market: a bare
+ * word is every role's, ROLE=MARKET one role's (the nodes of PeerWorkers
+ * are workers). */
+static bool resolution_spot(resolution_value_fn value, void *ctx,
+			    const char *role)
+{
+	const char *v =
+		value(ctx, contract_field_find(CONTRACT_DIR_CONFIG, "market"));
+	bool spot = false;
+
+	if (strcmp(role, "node") == 0)
+		role = "worker";
+	while (*v) {
+		size_t l = strcspn(v, " "), rl = strlen(role);
+		const char *eq = memchr(v, '=', l);
+
+		if (!eq || ((size_t)(eq - v) == rl && strncmp(v, role, rl) == 0))
+			spot = l >= 4 && strncmp(v + l - 4, "spot", 4) == 0;
+		v += l;
+		v += strspn(v, " ");
+	}
+	return spot;
 }
 
 /* The region resolution considers for a type of `provider` without a
@@ -389,7 +418,7 @@ static unsigned char resolution_judge(const struct resolution_env *env,
 
 static int resolution_add_hit(struct resolution_hits *hits,
 			      const struct resolver_instance *t,
-			      const struct resolver_offer *o)
+			      const struct resolver_offer *o, bool spot)
 {
 	if (hits->n == hits->cap) {
 		size_t cap = hits->cap ? hits->cap * 2 : 256;
@@ -401,6 +430,7 @@ static int resolution_add_hit(struct resolution_hits *hits,
 		hits->cap = cap;
 	}
 	hits->v[hits->n].t = t;
+	hits->v[hits->n].spot = spot;
 	hits->v[hits->n++].o = o;
 	return 0;
 }
@@ -412,7 +442,7 @@ static int resolution_add_hit(struct resolution_hits *hits,
  * 0. */
 static int resolution_collect(const struct resolution_env *env,
 			      const struct catalog *cat,
-			      const struct resolver_query *q,
+			      const struct resolver_query *q, bool spot,
 			      struct resolution_hits *hits)
 {
 	size_t n = catalog_count(cat), nreg = catalog_region_count(cat);
@@ -429,7 +459,7 @@ static int resolution_collect(const struct resolution_env *env,
 		if (!resolver_match_features(env->types, q, t))
 			continue;
 		if (!t->noffers)
-			rc = resolution_add_hit(hits, t, NULL);
+			rc = resolution_add_hit(hits, t, NULL, spot);
 		for (size_t k = 0; k < t->noffers && rc == 0; k++) {
 			const struct resolver_offer *o = &t->offers[k];
 			bool cached = o->region_index >= 0 &&
@@ -442,7 +472,7 @@ static int resolution_collect(const struct resolution_env *env,
 			if (cached)
 				judged[o->region_index] = v;
 			if (v == RESOLUTION_REGION_IN) {
-				rc = resolution_add_hit(hits, t, o);
+				rc = resolution_add_hit(hits, t, o, spot);
 			} else if (v == RESOLUTION_REGION_DEFAULTS) {
 				hits->excluded++;
 				hits->excluded_provider = t->provider;
@@ -689,6 +719,7 @@ static int resolution_cheapest(struct resolution_roleq *roles, size_t nroles,
 			       char *why, size_t whylen)
 {
 	size_t *keys = NULL, unpriced = 0, chosen_key = 0;
+	bool spot = false;
 	double best = INFINITY;
 	long n;
 	const char *provider = NULL;
@@ -741,7 +772,8 @@ static int resolution_cheapest(struct resolution_roleq *roles, size_t nroles,
 		resolution_region_why(roles, nroles, NULL, 0, why, whylen);
 		return -EINVAL;
 	}
-	for (size_t r = 0; r < nroles; r++)
+	for (size_t r = 0; r < nroles; r++) {
+		spot |= roles[r].hits.n && roles[r].hits.v[0].spot;
 		for (size_t i = 0; i < roles[r].hits.n; i++)
 			if (isnan(resolution_hit_price(&roles[r].hits.v[i]))) {
 				unpriced++;
@@ -749,12 +781,14 @@ static int resolution_cheapest(struct resolution_roleq *roles, size_t nroles,
 					provider =
 						roles[r].hits.v[i].t->provider;
 			}
+	}
 	snprintf(why, whylen,
-		 "%zu offers satisfy the contract, but none has a known price "
-		 "(the catalog prices %s only where its sources did); touch "
+		 "%zu offers satisfy the contract, but none has a known "
+		 "%sprice (the catalog prices %s only where its sources did); "
+		 "touch "
 		 "catalog/%s/refresh to fetch today's prices from %s's API, "
 		 "or write a priced region to cluster_locale",
-		 unpriced, provider ? provider : "them",
+		 unpriced, spot ? "spot " : "", provider ? provider : "them",
 		 provider ? provider : "PROVIDER",
 		 provider ? provider : "the provider");
 	return -EINVAL;
@@ -830,7 +864,10 @@ int resolution_run(struct resolution_env *env, resolution_value_fn value,
 				      mw ? two[r].dir : one[r].dir, &roles[r].q,
 				      sub, sizeof(sub));
 		if (!rc &&
-		    resolution_collect(env, cat, &roles[r].q, &roles[r].hits))
+		    resolution_collect(env, cat, &roles[r].q,
+				       resolution_spot(value, ctx,
+						       roles[r].name),
+				       &roles[r].hits))
 			rc = -ENOMEM;
 		if (!rc &&
 		    resolution_index(&roles[r], catalog_region_count(cat)))
@@ -865,10 +902,11 @@ int resolution_run(struct resolution_env *env, resolution_value_fn value,
 		resolution_price_text(resolution_hit_price(h), price,
 				      sizeof(price));
 		o += (size_t)snprintf(out + o, sizeof(out) - o,
-				      "%s\t%s\t%s\t%s\t%s\t%s\n", roles[r].name,
-				      h->t->provider, h->t->name, price,
-				      h->o ? h->o->region : "-",
-				      h->o && *h->o->zones ? h->o->zones : "-");
+				      "%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+				      roles[r].name, h->t->provider, h->t->name,
+				      price, h->o ? h->o->region : "-",
+				      h->o && *h->o->zones ? h->o->zones : "-",
+				      h->spot ? "spot" : "on-demand");
 	}
 	pthread_rwlock_unlock(&env->lock);
 	for (size_t r = 0; r < nroles; r++) {
@@ -985,7 +1023,8 @@ char *resolution_candidates(struct resolution_env *env,
 		pthread_rwlock_unlock(&env->lock);
 		return out;
 	}
-	if (resolution_collect(env, env->catalog, &q, &hits)) {
+	if (resolution_collect(env, env->catalog, &q,
+			       resolution_spot(value, ctx, "node"), &hits)) {
 		free(out);
 		out = NULL;
 	}

@@ -48,7 +48,8 @@ int resolution_check_name(const struct resolution_env *env, int field,
 /*
  * Resolve: on success *text is the malloc'd content of `resolution`, one
  * line per role: "ROLE<TAB>PROVIDER<TAB>TYPE<TAB>PRICE/HOUR<TAB>REGION<TAB>
- * ZONES" (REGION and ZONES "-" when none or unknown). On failure
+ * ZONES<TAB>MARKET" (REGION and ZONES "-" when none or unknown; the price
+ * is the market's: on-demand or spot). On failure
  * returns -errno and one sentence in why.
  */
 int resolution_run(struct resolution_env *env, resolution_value_fn value,

@@ -154,6 +154,11 @@ struct provider_batch {
 	int mpi;		    /* PROVIDER_PREPARE: an MPI cluster */
 	int sig;		    /* PROVIDER_SIGNAL */
 	char err[PROVIDER_ERR_MAX]; /* why the call failed as a whole */
+	/* Set by the lifecycle (or NULL): one sentence for the cluster's
+	 * log while the call goes on (a failover's attempts). Called from
+	 * the provider's thread, no lock held. */
+	void (*say)(void *ctx, const char *sentence);
+	void *say_ctx;
 };
 
 /* One command on one node. */

@@ -153,13 +153,17 @@ words() {
 	tr '\n' ' '
 }
 
-# csv_resolution ROLE PROVIDER TYPE [REGION]: the expected resolution line
-# of a role from offers.csv (REGION defaults to R0).
+# csv_resolution ROLE PROVIDER TYPE [REGION [MARKET]]: the expected resolution line
+# of a role from offers.csv (REGION defaults to R0, MARKET to on-demand).
 csv_resolution() {
-	local region=${4:-$R0} price zones
-	price=$(csv_offer "$2" "$3" "$region" price_usd_hour)
+	local region=${4:-$R0} market=${5:-on-demand} price zones
+	if [ "$market" = spot ]; then
+		price=$(csv_offer "$2" "$3" "$region" spot_price_usd_hour)
+	else
+		price=$(csv_offer "$2" "$3" "$region" price_usd_hour)
+	fi
 	zones=$(csv_offer "$2" "$3" "$region" zones)
-	printf '%s\t%s\t%s\t%s\t%s\t%s' "$1" "$2" "$3" "${price:-unknown}" "$region" "${zones:--}"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s' "$1" "$2" "$3" "${price:-unknown}" "$region" "${zones:--}" "$market"
 }
 
 # --- helpers: the cclfs side ---

@@ -99,7 +99,7 @@ int main(void)
 	}
 	CHECK(contract_field_by_path("manager/resolve") < 0);
 	CHECK(contract_field_by_path("nonsense") < 0);
-	CHECK(contract_field_count() == 27 + 19 + 19 + 15);
+	CHECK(contract_field_count() == 27 + 19 + 19 + 20);
 	CHECK(contract_dir_find("manager") == CONTRACT_DIR_MANAGER);
 	CHECK(contract_dir_find("clusters") == CONTRACT_DIR_CLUSTERS);
 	CHECK(contract_dir_find("bogus") < 0);
@@ -162,6 +162,34 @@ int main(void)
 	check_bad("config/mpiflags", "a\x01z", -EINVAL, "control");
 	check_ok("config/imageid", "ami-0abc123", "ami-0abc123");
 	check_bad("config/imageid", "ami 1", -EINVAL, "identifier");
+	/* The market, for every node or per role; the cloud's settings. */
+	check_ok("config/market", "Spot\n", "spot");
+	check_ok("config/market", "on-demand", "on-demand");
+	check_ok("config/market", "Manager=on-demand,  worker=SPOT",
+		 "manager=on-demand worker=spot");
+	check_ok("config/market", "worker=spot", "worker=spot");
+	check_bad("config/market", "cheap", -EINVAL, "\"cheap\" is not a market");
+	check_bad("config/market", "spot worker=spot", -EINVAL, "per role");
+	check_bad("config/market", "spot on-demand", -EINVAL, "market");
+	check_bad("config/market", "boss=spot", -EINVAL, "market");
+	check_ok("config/ssh_cidr", "203.0.113.0/24", "203.0.113.0/24");
+	check_ok("config/ssh_cidr", "0.0.0.0/0", "0.0.0.0/0");
+	check_bad("config/ssh_cidr", "203.0.113.0", -EINVAL, "IPv4 network");
+	check_bad("config/ssh_cidr", "300.0.0.0/8", -EINVAL, "IPv4 network");
+	check_bad("config/ssh_cidr", "10.0.0.0/33", -EINVAL, "IPv4 network");
+	check_ok("config/failover", "3", "3");
+	check_bad("config/failover", "0", -EINVAL, "");
+	check_ok("config/recover", "no", "false");
+	check_ok("config/zone", "us-east-1c", "us-east-1c");
+	CHECK(contract_field_at((size_t)contract_field_by_path(
+				       "config/market"))
+		      ->to_provider);
+	CHECK(contract_field_at((size_t)contract_field_by_path(
+				       "config/imageid"))
+		      ->to_provider);
+	CHECK(!contract_field_at((size_t)contract_field_by_path(
+					"config/environment"))
+		       ->to_provider);
 
 	/* config/environment: NAME=VALUE lines, each refusal naming its
 	 * line. */
