@@ -624,6 +624,40 @@ resolve_ok() {
 	[[ "$(cat "$C/error")" == "contracts/c1/resolve: "*" instance types satisfy the contract ("* ]]
 }
 
+@test "config/market spot: cheapest compares spot prices, resolution says spot, candidates follow; no spot price is said" {
+	echo n2-standard-8 >"$C/node_machinetype"
+	echo cheapest >"$C/config/resolve_policy"
+	# The cheapest region of each market, ties by region name.
+	od=$(awk -F, '$1 == "gcp" && $2 == "n2-standard-8" && $4 != "" { print $4 "\t" $3 }' "$DATA/offers.csv" |
+		LC_ALL=C sort -t$'\t' -k1,1g -k2,2 | head -1 | cut -f2)
+	sp=$(awk -F, '$1 == "gcp" && $2 == "n2-standard-8" && $5 != "" { print $5 "\t" $3 }' "$DATA/offers.csv" |
+		LC_ALL=C sort -t$'\t' -k1,1g -k2,2 | head -1 | cut -f2)
+	[ "$od" != "$sp" ]
+	resolve_ok
+	expect_eq "$(cat "$C/resolution")" "$(csv_resolution node gcp n2-standard-8 "$od")" "on-demand"
+	echo Spot >"$C/config/market"
+	expect_eq "$(cat "$C/config/market")" spot "config/market"
+	expect_eq "$(stat -c %s "$C/resolution")" 0 "resolution after the market changed"
+	resolve_ok
+	expect_eq "$(cat "$C/resolution")" "$(csv_resolution node gcp n2-standard-8 "$sp" spot)" "spot"
+	# candidates: the spot price orders them.
+	expect_eq "$(sed -n 2p "$C/candidates" | cut -f3)" "$sp" "first candidate's region"
+	# Per role: the nodes of PeerWorkers are workers.
+	echo 'manager=spot worker=on-demand' >"$C/config/market"
+	resolve_ok
+	expect_eq "$(cat "$C/resolution")" "$(csv_resolution node gcp n2-standard-8 "$od")" "workers on demand"
+	run bash -c "echo sometimes >'$C/config/market'"
+	[ "$status" = 1 ]
+	[[ "$output" == *"Invalid argument"* ]]
+	[[ "$(cat "$C/error")" == *'"sometimes" is not a market'* ]]
+	expect_eq "$(cat "$C/config/market")" 'manager=spot worker=on-demand' "market after a refused write"
+	# The compiled-in catalog has no EC2 spot price.
+	echo t3.xlarge >"$C/node_machinetype"
+	echo spot >"$C/config/market"
+	resolve_fails
+	[[ "$(cat "$C/error")" == *"offers satisfy the contract, but none has a known spot price"* ]]
+}
+
 @test "resolve_policy cheapest from cclfs.conf [defaults]; config/resolve_policy unique overrides it" {
 	cclfs_unmount
 	printf '[defaults]\nresolve_policy = "cheapest"\n' >"$TESTDIR/cclfs.conf"
