@@ -37,6 +37,10 @@ preinstalled, unused capacity reservations) are listed too, dearer: only the fil
 correct query leave one entry per type. Each entry has a Reserved term that is cheaper and
 must not be read as the on-demand price.
 
+Launches (Launchables, read without building the rest): each type's architecture (a type
+types.csv does not have is x86_64), the zones where a region offers a type (offers.csv
+order) and a region's zones (every zone of its offers, sorted).
+
 Spot prices (DescribeSpotPriceHistory): for a priced offer whose zones are z0..z(n-1)
 (offers.csv order), the latest Linux/UNIX price of zone zi is
 round(0.3 x on-demand x (1 + 0.01 x (n-1-i)), 6), so the lowest latest price, the offer's
@@ -256,6 +260,41 @@ def seed_mistakes(types):
                 t['neuronInfo']['totalNeuronDeviceMemoryInMiB'] = 524288 * dev['count']
 
 
+def ec2_rows(name, data=DATA):
+    """The ec2 rows of one CSV file of catalog/data."""
+    with open(os.path.join(data, name)) as f:
+        return [r for r in csv.DictReader(f) if r['provider'] == 'ec2']
+
+
+class Launchables:
+    """What RunInstances needs of the catalog, cheap to read (the full Catalog is built
+    only for the catalog calls): each type's architecture (types.csv; a type it does not
+    know is x86_64) and the zones of each region (offers.csv, in its order)."""
+
+    def __init__(self, data=DATA):
+        self.arch = {r['instance_type']: r['architecture'] for r in ec2_rows('types.csv', data)}
+        self.arch[NEW_TYPE] = NEW_TYPE_ROW['architecture']
+        self.type_zones_of = {}  # region -> {type: [zones]}
+        for r in ec2_rows('offers.csv', data):
+            self.type_zones_of.setdefault(r['region'], {})[r['instance_type']] = \
+                r['zones'].split()
+        for region, zones in NEW_TYPE_OFFERS.items():
+            self.type_zones_of.setdefault(region, {})[NEW_TYPE] = list(zones)
+        self.zones_of = {r: sorted({z for zs in d.values() for z in zs})
+                         for r, d in self.type_zones_of.items()}
+
+    def architecture(self, name):
+        return self.arch.get(name, 'x86_64')
+
+    def type_zones(self, region, name):
+        """The zones where REGION offers type NAME, in offers.csv order ([]: none)."""
+        return list(self.type_zones_of.get(region, {}).get(name, []))
+
+    def zones(self, region):
+        """The zones of REGION (a region the fixture does not know has REGION + a..c)."""
+        return self.zones_of.get(region) or [region + s for s in 'abc']
+
+
 def read_regions(data=DATA):
     """The fake's regions, in order."""
     with open(os.path.join(data, 'regions.csv')) as f:
@@ -269,8 +308,7 @@ class Catalog:
         self.regions = read_regions(data)
         self.enabled = self.regions[:enabled] if enabled else list(self.regions)
         self.factor = {r: round(1 + 0.05 * k, 2) for k, r in enumerate(self.regions)}
-        with open(os.path.join(data, 'types.csv')) as f:
-            rows = [r for r in csv.DictReader(f) if r['provider'] == 'ec2']
+        rows = ec2_rows('types.csv', data)
         rows.append(dict((k, '') for k in rows[0]) | NEW_TYPE_ROW)
         self.types = {r['instance_type']: type_shape(r) for r in rows}
         seed_mistakes(self.types)
@@ -278,8 +316,7 @@ class Catalog:
         # region -> [(type, [zones], price or None)] in offers.csv order
         self.offers = {r: [] for r in self.regions}
         us_price = {}
-        with open(os.path.join(data, 'offers.csv')) as f:
-            offer_rows = [r for r in csv.DictReader(f) if r['provider'] == 'ec2']
+        offer_rows = ec2_rows('offers.csv', data)
         for r in offer_rows:
             if r['region'] == PRICE_REGION and r['price_usd_hour']:
                 us_price[r['instance_type']] = float(r['price_usd_hour'])

@@ -27,8 +27,8 @@ SIGINT: every sshd it started is killed, then it exits 0.
 EC2 actions (POST /, form body, SigV4-signed): ImportKeyPair, DeleteKeyPair,
 DescribeKeyPairs, CreatePlacementGroup, DeletePlacementGroup, DescribePlacementGroups,
 DescribeVpcs, DescribeSubnets, CreateSecurityGroup, AuthorizeSecurityGroupIngress,
-DescribeSecurityGroups, DeleteSecurityGroup, RunInstances, DescribeInstances, StopInstances, StartInstances, TerminateInstances, and
-for the catalog DescribeRegions, DescribeInstanceTypes, DescribeInstanceTypeOfferings
+DescribeSecurityGroups, DeleteSecurityGroup, DescribeImages, RunInstances,
+DescribeInstances, StopInstances, StartInstances, TerminateInstances, and for the catalog DescribeRegions, DescribeInstanceTypes, DescribeInstanceTypeOfferings
 (location types region and availability-zone) and DescribeSpotPriceHistory, paginated
 with MaxResults and NextToken (small default pages, the real API's maxima).
 
@@ -45,6 +45,95 @@ InvalidGroup.NotFound for a SecurityGroupId.N that does not exist. The state's
 "security_groups" lists the groups made through the API (id, name, description, vpc_id,
 region, tags, rules: protocol, from_port, to_port and cidr or group).
 
+DryRun=true (any EC2 action): the call is counted, logged and checked as far as the action
+goes before it would change anything (signature, parameters, the image, key pair, groups,
+zone and architecture of RunInstances, the instances of Stop/Start/Terminate...), then
+answered HTTP 412 DryRunOperation "Request would have succeeded, but DryRun flag is
+set." with nothing done; faults apply to it (before the checks), the capacity setting does
+not. The state counts such calls per action in "dry_runs" (as well as in "calls").
+
+deny (setting): a list of action names; every call of them, dry run or not, is answered
+HTTP 403 UnauthorizedOperation "You are not authorized to perform this operation. User:
+arn:aws:iam::123456789012:user/cclfs is not authorized to perform: ec2:ACTION on
+resource: arn:aws:ec2:REGION:123456789012:* because no identity-based policy allows the
+ec2:ACTION action. Encoded authorization failure message: BLOB" (after the signature and
+before faults); a JSON action (GetParameter, GetProducts) in it is answered HTTP 400
+{"__type": "AccessDeniedException", "message": "User: ... is not authorized to perform:
+ssm:GetParameter on resource: PARAMETER-ARN because no identity-based policy allows the
+ssm:GetParameter action"}.
+
+Images: the public SSM parameters of PUBLIC_IMAGES (Amazon Linux 2023, Ubuntu 24.04 and
+22.04, Debian 12; x86_64/amd64 and arm64) name in each region an image "ami-0" + 16 hex
+digits of a SHA-256 of region and name, of the parameter's architecture and image name.
+Any other id exists (in every region) as a user image of 123456789012, named as its id,
+arm64 when the id contains "arm", x86_64 otherwise; an id starting with ami-bad does not
+exist: InvalidAMIID.NotFound "The image id '[ID]' does not exist" (DescribeImages and
+RunInstances; DescribeImages answers InvalidAMIID.Malformed for an id not like ami-X).
+DescribeImages takes ImageId.N (without: the region's public images), Owner.N (self,
+amazon or an account id) and Filter.N on name, architecture, image-id, owner-id, state,
+image-type, is-public, root-device-type, virtualization-type, platform-details (other
+filter names are not checked); each image has imageId, imageLocation, imageState
+available, imageOwnerId, isPublic true, architecture, imageType machine, name,
+creationDate, rootDeviceType ebs, rootDeviceName /dev/xvda, virtualizationType hvm,
+platformDetails Linux/UNIX.
+
+RunInstances and the catalog (fake_catalog.Launchables, read at the first launch):
+  - architecture: the image's must be the instance type's (types.csv; a type it does not
+    know is x86_64), else InvalidParameterValue "The architecture 'TYPE-ARCH' of the
+    specified instance type does not match the architecture 'AMI-ARCH' of the specified
+    AMI. Specify an instance type and an AMI that have matching architectures, and try
+    again. You can use 'describe-instance-types' or 'describe-images' to discover the
+    architecture of the instance type or AMI." An instance's architecture is its image's.
+  - zone (placement/availabilityZone, state "zone"): Placement.AvailabilityZone; without
+    it the subnet's (subnet-0cclfs is in REGION+"a"), else the first zone (offers.csv
+    order) where the region offers the type, else REGION+"a". A zone the region does not
+    have (offers.csv's zones; REGION+a..c for a region it does not know):
+    InvalidParameterValue "Invalid availability zone: [ZONE]". A named zone where the
+    region does not offer a type of types.csv: Unsupported "Your requested instance type
+    (TYPE) is not supported in your requested Availability Zone (ZONE). Please retry your
+    request by not specifying an Availability Zone or choosing ZONES." (the zones that
+    offer it, comma-separated).
+  - capacity (setting): a list of {"zone", "instance_type", "market", "code"} (each of the
+    first three "*" when left out; market "on-demand", "spot" or "*"; code
+    InsufficientInstanceCapacity (default), InsufficientHostCapacity or
+    SpotMaxPriceTooLow). A RunInstances (not a dry run, not a repeated client token) whose
+    zone, type and market match an entry launches nothing and is answered: for
+    InsufficientInstanceCapacity on-demand HTTP 500 "We currently do not have sufficient
+    capacity in the Availability Zone you requested (ZONE). Our system will be working on
+    provisioning additional capacity. You can currently get TYPE capacity by not specifying
+    an Availability Zone in your request or choosing ZONES." (the zones offering the type
+    that no entry blocks; the last sentence is left out when there are none), for spot
+    HTTP 500 "There is no Spot capacity available that matches your request.";
+    InsufficientHostCapacity HTTP 500 "There is not enough capacity to fulfill your
+    Dedicated Host request."; SpotMaxPriceTooLow HTTP 400 "Your Spot request price of
+    MAXPRICE is lower than the minimum required Spot request fulfillment price."
+  - spot: InstanceMarketOptions.MarketType=spot, SpotOptions.SpotInstanceType one-time
+    (default) and SpotOptions.InstanceInterruptionBehavior terminate (default) launch spot
+    instances: instanceLifecycle "spot" and spotInstanceRequestId "sir-" + 8 hex digits
+    in the answers, "market": "spot" in the state ("on-demand" otherwise). Refused:
+    persistent + terminate and one-time + stop/hibernate (InvalidParameterCombination), a
+    value other than these (InvalidParameterValue), persistent + stop/hibernate
+    (InvalidParameterValue: not served), SpotOptions without MarketType spot
+    (InvalidParameterCombination), a MaxPrice that is not a decimal number.
+    StopInstances of a spot instance: UnsupportedOperation (one-time requests).
+  - addresses: a launch (or start) takes the lowest slot never given out, then the lowest
+    freed one: a new instance gets a new address while there is one.
+
+stateReason: TerminateInstances sets Client.UserInitiatedShutdown ("Client.
+UserInitiatedShutdown: User initiated shutdown", stateTransitionReason "User initiated
+(YYYY-MM-DD HH:MM:SS GMT)"); a spot reclaim Server.SpotInstanceTermination
+("Server.SpotInstanceTermination: Spot instance termination", "Service initiated (...)");
+a host that did not come up Server.InternalError. The state lists "state_reason" (the
+message) and "state_reason_code".
+
+SSM on the same port: a POST with X-Amz-Target AmazonSSM.GetParameter (JSON 1.1, SigV4
+for service "ssm" in any region the fake knows; a region not enabled answers
+UnrecognizedClientException), {"Name": NAME}: {"Parameter": {"Name", "Type": "String",
+"Value": IMAGE-ID, "Version": 1, "LastModifiedDate": epoch seconds, "ARN":
+"arn:aws:ssm:REGION::parameter" + NAME, "DataType": "text"}}; an unknown name HTTP 400
+{"__type": "ParameterNotFound", "message": ""}. Faults, deny, the call counts and
+requests.log take it as action GetParameter.
+
 The AWS Price List Query API on the same port: a POST with X-Amz-Target
 AWSPriceListService.GetProducts (JSON 1.1, SigV4 for service "pricing" in us-east-1),
 ServiceCode AmazonEC2, TERM_MATCH filters, PriceList of JSON strings, NextToken paging
@@ -56,13 +145,24 @@ Control endpoint (same port, not signed):
                                the faults (see Fault)
     DELETE /_fake/faults       clears them
     POST   /_fake/settings     JSON {"latency_ms", "pending_polls", "stopping_polls",
-                               "page_size", "ssh_silent", "sg_release_ms" (default 200)}
-    GET    /_fake/state        JSON: instances, key pairs, placement groups, call counts
-                               (also per action and region: "calls_by_region"),
+                               "page_size", "ssh_silent", "sg_release_ms" (default 200),
+                               "deny" (action names), "capacity" (entries, see above)}
+    POST   /_fake/reclaim      JSON {"instance_id": ID} or {"instance_ids": [IDS]}: EC2
+                               takes spot instances back: each turns shutting-down at
+                               once, its sshd (or silent port) stopped as
+                               TerminateInstances does, and terminated at the next
+                               DescribeInstances or after about a second. 200
+                               {"reclaimed": [IDS]}; 400 {"error"} for an unknown
+                               instance, one that is not spot, or one shutting down or
+                               terminated (then none is reclaimed)
+    GET    /_fake/state        JSON: instances (each with "zone", "market",
+                               "architecture", "spot_request_id"), key pairs, placement
+                               groups, call counts (also per action and region:
+                               "calls_by_region"; DryRun calls per action: "dry_runs"),
                                launches per client token, and "catalog": the enabled
                                regions, the items each paginated call has per region
                                ("items") and the page maxima ("page_max")
-    POST   /_fake/reset-calls  zeroes the call counts
+    POST   /_fake/reset-calls  zeroes the call counts (and "dry_runs")
 
 Instance k's sshd listens on NET.K:22 (a free slot K from --first up), accepting the
 client key of DIR/testhosts (ssh -F DIR/testhosts/ssh_config root@ADDRESS) and the
@@ -144,6 +244,36 @@ FAULT_DEFAULTS = {
 }
 PRICING_TARGET = 'AWSPriceListService.'
 PRICING_REGION = 'us-east-1'
+SSM_TARGET = 'AmazonSSM.'
+# The public SSM parameters of the distributions' latest images, in every region:
+# name -> (architecture, image name, owner). Their image ids are region_ami(region, name).
+SSM_PREFIX = '/aws/service/'
+OWNERS = {'amazon': '137112412989', 'canonical': '099720109477', 'debian': '136693071363'}
+PUBLIC_IMAGES = {}
+for _arch, _deb in (('x86_64', 'amd64'), ('arm64', 'arm64')):
+    PUBLIC_IMAGES.update({
+        SSM_PREFIX + 'ami-amazon-linux-latest/al2023-ami-kernel-default-' + _arch: (
+            _arch, 'al2023-ami-2023.6.20241111.0-kernel-6.1-' + _arch, 'amazon'),
+        SSM_PREFIX + 'canonical/ubuntu/server/24.04/stable/current/%s/hvm/ebs-gp3/ami-id'
+        % _deb: (_arch, 'ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-%s-server-20241109'
+                 % _deb, 'canonical'),
+        SSM_PREFIX + 'canonical/ubuntu/server/22.04/stable/current/%s/hvm/ebs-gp3/ami-id'
+        % _deb: (_arch, 'ubuntu/images/hvm-ssd-gp3/ubuntu-jammy-22.04-%s-server-20241109'
+                 % _deb, 'canonical'),
+        SSM_PREFIX + 'debian/release/12/latest/' + _deb: (
+            _arch, 'debian-12-%s-20241110-1927' % _deb, 'debian'),
+    })
+SSM_MODIFIED = 1731283200  # LastModifiedDate of every public parameter (2024-11-11)
+IMAGE_CREATED = '2024-11-11T00:00:00.000Z'
+DRY_RUN_MESSAGE = 'Request would have succeeded, but DryRun flag is set.'
+IAM_USER = 'arn:aws:iam::%s:user/cclfs' % OWNER_ID
+SPOT_REASON = ('Server.SpotInstanceTermination',
+               'Server.SpotInstanceTermination: Spot instance termination')
+USER_REASON = ('Client.UserInitiatedShutdown',
+               'Client.UserInitiatedShutdown: User initiated shutdown')
+CAPACITY_CODES = ('InsufficientInstanceCapacity', 'InsufficientHostCapacity',
+                  'SpotMaxPriceTooLow')
+SPOT_RECLAIM_S = 1.0  # a reclaimed instance is terminated this long after at the latest
 # Default and largest page of each paginated call (the defaults small, so that a client
 # without MaxResults pages; the maxima the real API's).
 PAGES = {'DescribeInstanceTypes': (20, 100), 'DescribeInstanceTypeOfferings': (200, 1000),
@@ -168,12 +298,39 @@ def bad_param(message):
     return ApiError(400, 'InvalidParameterValue', message)
 
 
+def gmt_now():
+    """The time in a stateTransitionReason."""
+    return datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M:%S GMT')
+
+
 def now_iso():
     return datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.000Z')
 
 
 def hex_id(prefix):
     return prefix + secrets.token_hex(9)[:17]
+
+
+def region_ami(region, name):
+    """The image id of public parameter NAME in REGION (deterministic)."""
+    digest = hashlib.sha256(('%s\0%s' % (region, name)).encode()).hexdigest()
+    return 'ami-0' + digest[:16]
+
+
+def true_param(params, name):
+    return (params.get(name) or '').lower() == 'true'
+
+
+def deny_message(service, action, resource):
+    """The message of an action a policy does not allow (EC2 adds an encoded blob)."""
+    text = ('User: %s is not authorized to perform: %s:%s on resource: %s because no '
+            'identity-based policy allows the %s:%s action'
+            % (IAM_USER, service, action, resource, service, action))
+    if service != 'ec2':
+        return text
+    blob = base64.b64encode(hashlib.sha256(text.encode()).digest()).decode('ascii')
+    return ('You are not authorized to perform this operation. %s. Encoded authorization '
+            'failure message: %s' % (text, blob))
 
 
 def wildcard_match(pattern, value):
@@ -222,6 +379,46 @@ def int_param(params, name, default=None, low=None, high=None):
         raise bad_param('Value (%s) for parameter %s is invalid. Expected a value from %s '
                         'to %s.' % (raw, name, low, high))
     return value
+
+
+def market_params(params):
+    """The market of a RunInstances request, 'on-demand' or 'spot' (one-time Spot
+    requests whose instances terminate are the ones served)."""
+    prefix = 'InstanceMarketOptions.SpotOptions.'
+    spot = {k[len(prefix):]: v for k, v in params.items() if k.startswith(prefix)}
+    market = params.get('InstanceMarketOptions.MarketType') or None
+    if market is None:
+        if spot:
+            raise ApiError(400, 'InvalidParameterCombination',
+                           'SpotOptions can only be specified with MarketType spot')
+        return 'on-demand'
+    if market != 'spot':
+        raise bad_param("Value (%s) for parameter MarketType is invalid. Expected: 'spot'."
+                        % market)
+    kind = spot.get('SpotInstanceType') or 'one-time'
+    behavior = spot.get('InstanceInterruptionBehavior') or 'terminate'
+    if kind not in ('one-time', 'persistent'):
+        raise bad_param("Value (%s) for parameter SpotInstanceType is invalid. Expected: "
+                        "'one-time' or 'persistent'." % kind)
+    if behavior not in ('terminate', 'stop', 'hibernate'):
+        raise bad_param("Value (%s) for parameter InstanceInterruptionBehavior is invalid. "
+                        "Expected: 'terminate', 'stop' or 'hibernate'." % behavior)
+    if kind == 'persistent' and behavior == 'terminate':
+        raise ApiError(400, 'InvalidParameterCombination',
+                       'For RunInstances, persistent Spot Instance requests are only '
+                       'supported when the instance interruption behavior is either '
+                       'hibernate or stop.')
+    if kind == 'one-time' and behavior != 'terminate':
+        raise ApiError(400, 'InvalidParameterCombination',
+                       "The interruption behavior '%s' is supported only for persistent "
+                       "Spot Instance requests." % behavior)
+    if kind == 'persistent':
+        raise bad_param('Persistent Spot Instance requests are not served by this endpoint: '
+                        'one-time requests whose instances terminate only.')
+    price = spot.get('MaxPrice')
+    if price is not None and not re.fullmatch(r'\d+(\.\d+)?', price):
+        raise bad_param('Value (%s) for parameter MaxPrice is invalid.' % price)
+    return 'spot'
 
 
 def required(params, name):
@@ -326,8 +523,15 @@ class Instance:
         self.silent_port = None  # that SilentPort while it listens
         self.generation = 0      # bumped by every stop/terminate: stale launches give up
         self.ops_lock = threading.Lock()  # one sshd operation at a time
-        self.state_reason = None
+        self.state_reason = None  # (code, message) of stateReason
+        self.transition = None   # stateTransitionReason text
         self.region = None       # where it was launched (its RunInstances' scope)
+        self.zone = p['zone']
+        self.architecture = p['architecture']
+        self.market = p['market']  # 'on-demand' or 'spot'
+        self.spot_request_id = ('sir-' + secrets.token_hex(4)) if self.market == 'spot' \
+            else None
+        self.reclaimed = False   # a spot reclaim: terminated at the next poll
 
 
 class SilentPort:
@@ -465,6 +669,7 @@ class FakeEC2:
 
         self.lock = threading.Lock()
         self.instances = []          # launch order
+        self.used_slots = set()      # every slot free_slots gave out
         self.by_id = {}
         self.reservations = {}       # id -> [instance ids]
         self.tokens = {}             # client token -> {'params', 'reservation', 'launches'}
@@ -474,8 +679,11 @@ class FakeEC2:
         self.calls = {}
         self.calls_by_region = {}    # action -> {scope region: count}
         self.faults = []
+        self.dry_runs = {}           # action -> DryRun=true calls
         self.settings = {'latency_ms': args.delay_ms, 'pending_polls': 1, 'stopping_polls': 1,
-                         'page_size': None, 'ssh_silent': 0, 'sg_release_ms': 200}
+                         'page_size': None, 'ssh_silent': 0, 'sg_release_ms': 200,
+                         'deny': [], 'capacity': []}
+        self._launchables = None     # fake_catalog.Launchables, read at the first launch
         # The catalog is built at its first use (the suites that never ask for it do not
         # pay for it); the regions are known from the start.
         self.catalog_regions = fake_catalog.read_regions()
@@ -484,6 +692,8 @@ class FakeEC2:
         self.catalog_lock = threading.Lock()
         self.known_regions = set(self.catalog_regions) | {self.region}
         self.enabled_regions = set(self.catalog_enabled) | {self.region}
+        self.public_ids = {region_ami(r, n): n for r in self.known_regions
+                           for n in PUBLIC_IMAGES}  # image id -> its SSM parameter
         self.tls = threading.local()  # the region of the request being answered
         if args.fail_pricing:
             self.faults.append(Fault({'action': 'GetProducts', 'code': args.fail_pricing,
@@ -504,6 +714,13 @@ class FakeEC2:
             if self._catalog is None:
                 self._catalog = fake_catalog.Catalog(enabled=len(self.catalog_enabled))
             return self._catalog
+
+    @property
+    def launchables(self):
+        with self.catalog_lock:
+            if self._launchables is None:
+                self._launchables = fake_catalog.Launchables()
+            return self._launchables
 
     def cur_region(self):
         """The region of the request being answered (its signature's scope)."""
@@ -591,19 +808,18 @@ class FakeEC2:
         return busy
 
     def free_slots(self, count):
-        """Up to COUNT free slots, lowest first (caller holds the lock): no instance's
-        address or host directory, nothing listening on NET.K:22."""
+        """Up to COUNT free slots (caller holds the lock): no instance's address or host
+        directory, nothing listening on NET.K:22; the lowest never given out first, then
+        the lowest given out before (a new instance gets a new address while there is
+        one, as in EC2). The slots returned count as given out."""
         taken = set()
         for inst in self.instances:
             taken.update(s for s in (inst.slot, inst.dir_slot) if s is not None)
         taken |= self.listening_slots()
-        free = []
-        for k in range(self.first, 255):
-            if k in taken or os.path.exists(self.host_dir(k)):
-                continue
-            free.append(k)
-            if len(free) == count:
-                break
+        free = [k for k in range(self.first, 255)
+                if k not in taken and not os.path.exists(self.host_dir(k))]
+        free = sorted(free, key=lambda k: k in self.used_slots)[:count]
+        self.used_slots.update(free)
         return free
 
     def spawn(self, target, *args):
@@ -756,9 +972,17 @@ class FakeEC2:
 
     # ------------------------------------------------------------ request handling
 
-    def count_call(self, action):
+    def count_call(self, action, dry=False):
         with self.lock:
             self.calls[action] = self.calls.get(action, 0) + 1
+            if dry:
+                self.dry_runs[action] = self.dry_runs.get(action, 0) + 1
+
+    def not_dry(self):
+        """A DryRun=true call whose checks passed: answered DryRunOperation before
+        anything is changed."""
+        if getattr(self.tls, 'dry_run', False):
+            raise ApiError(412, 'DryRunOperation', DRY_RUN_MESSAGE)
 
     def count_region(self, action, region):
         with self.lock:
@@ -771,7 +995,7 @@ class FakeEC2:
 
     def check_signature(self, handler, host, body, want='ec2'):
         """Verify the request's SigV4 signature for service WANT; returns the region of its
-        scope (any region the fake knows for ec2, us-east-1 for pricing)."""
+        scope (any region the fake knows for ec2 and ssm, us-east-1 for pricing)."""
         h = handler.headers
         auths = h.get_all('Authorization') or []
         if not auths:
@@ -790,12 +1014,12 @@ class FakeEC2:
             raise ApiError(401, 'AuthFailure',
                            'AWS was not able to validate the provided access credentials')
         secret, token = self.credentials[akid]
-        if region not in (self.known_regions if want == 'ec2' else (PRICING_REGION,)):
+        if region not in (self.known_regions if want != 'pricing' else (PRICING_REGION,)):
             raise ApiError(403, 'SignatureDoesNotMatch',
                            "Credential should be scoped to a valid region: this endpoint "
                            "serves %s, not '%s'."
                            % ("the regions of regions.csv and '%s'" % self.region
-                              if want == 'ec2' else "'%s'" % PRICING_REGION, region))
+                              if want != 'pricing' else "'%s'" % PRICING_REGION, region))
         if service != want:
             raise ApiError(403, 'SignatureDoesNotMatch',
                            "Credential should be scoped to correct service: '%s', not '%s'."
@@ -904,11 +1128,15 @@ class FakeEC2:
             raise ApiError(fault.status, fault.code, fault.message)
         return fault, None
 
-    def handle_pricing(self, handler, host, body):
-        """One Price List Query API request (JSON 1.1); returns (action, status,
+    def handle_json(self, handler, host, body):
+        """One AWS JSON 1.1 request, routed by X-Amz-Target: the Price List Query API
+        (AWSPriceListService.*) or SSM (AmazonSSM.*); returns (action, status,
         code-or-None, JSON body)."""
         target = handler.headers.get('X-Amz-Target') or ''
-        action = target[len(PRICING_TARGET):] if target.startswith(PRICING_TARGET) else target
+        prefix, service = ((SSM_TARGET, 'ssm') if target.startswith(SSM_TARGET)
+                           else (PRICING_TARGET, 'pricing'))
+        action = target[len(prefix):] if target.startswith(prefix) else target
+        known = {'pricing': ('GetProducts',), 'ssm': ('GetParameter',)}[service]
         self.tls.region = None
         try:
             if handler.command != 'POST' or urllib.parse.urlsplit(handler.path).path != '/':
@@ -919,28 +1147,58 @@ class FakeEC2:
                                "Content-Type must be application/x-amz-json-1.1, not '%s'"
                                % ctype)
             self.count_call(action)
-            region = self.check_signature(handler, host, body, want='pricing')
+            region = self.check_signature(handler, host, body, want=service)
+            self.tls.region = region
             self.count_region(action, region)
             latency = self.settings['latency_ms']
             if latency:
                 time.sleep(latency / 1000.0)
-            if action != 'GetProducts' or not target.startswith(PRICING_TARGET):
+            if action not in known or not target.startswith(prefix):
                 raise ApiError(400, 'UnknownOperationException',
                                'Unknown operation %s' % target)
+            if region not in self.enabled_regions:
+                raise ApiError(400, 'UnrecognizedClientException',
+                               'The security token included in the request is invalid.')
             try:
                 req = json.loads(body.decode('utf-8'))
             except (UnicodeDecodeError, ValueError):
                 raise ApiError(400, 'SerializationException', 'The body is not JSON') from None
             if not isinstance(req, dict):
                 raise ApiError(400, 'SerializationException', 'The body is not a JSON object')
+            if action in self.settings['deny']:
+                resource = (self.parameter_arn(region, str(req.get('Name')))
+                            if service == 'ssm' else '*')
+                raise ApiError(400, 'AccessDeniedException',
+                               deny_message(service, action, resource))
             fault, _ = self.apply_fault(action)
-            out = self.get_products(req)
+            out = self.get_products(req) if service == 'pricing' else self.get_parameter(req)
             if fault is not None and fault.delay_after:
                 time.sleep(fault.delay_ms / 1000.0)
             return action, 200, None, json.dumps(out).encode('utf-8')
         except ApiError as e:
             return action or None, e.status, e.code, json.dumps(
-                {'__type': e.code, 'Message': e.message}).encode('utf-8')
+                {'__type': e.code, 'message' if service == 'ssm' else 'Message': e.message}
+            ).encode('utf-8')
+
+    # ------------------------------------------------------------ SSM public parameters
+
+    @staticmethod
+    def parameter_arn(region, name):
+        return 'arn:aws:ssm:%s::parameter%s' % (region, name)
+
+    def get_parameter(self, req):
+        name = req.get('Name')
+        if not isinstance(name, str) or not name:
+            raise ApiError(400, 'ValidationException',
+                           "1 validation error detected: Value null at 'name' failed to "
+                           "satisfy constraint: Member must not be null")
+        if name not in PUBLIC_IMAGES:
+            raise ApiError(400, 'ParameterNotFound', '')
+        region = self.cur_region()
+        return {'Parameter': {
+            'Name': name, 'Type': 'String', 'Value': region_ami(region, name), 'Version': 1,
+            'LastModifiedDate': SSM_MODIFIED, 'ARN': self.parameter_arn(region, name),
+            'DataType': 'text'}}
 
     # ------------------------------------------------------------ the catalog
 
@@ -1145,6 +1403,7 @@ class FakeEC2:
         request_id = str(uuid.uuid4())
         action = None
         self.tls.region = None
+        self.tls.dry_run = False
         try:
             if handler.command != 'POST':
                 raise ApiError(400, 'InvalidParameter',
@@ -1174,7 +1433,7 @@ class FakeEC2:
                 params[name] = value
             action = params.get('Action') or None
             if action:
-                self.count_call(action)
+                self.count_call(action, dry=true_param(params, 'DryRun'))
             region = self.check_signature(handler, host, body)
             self.tls.region = region
             if action:
@@ -1200,10 +1459,15 @@ class FakeEC2:
             if method is None or not action[:1].isupper():
                 raise ApiError(400, 'InvalidAction',
                                'The action %s is not valid for this web service.' % action)
+            if action in self.settings['deny']:
+                raise ApiError(403, 'UnauthorizedOperation', deny_message(
+                    'ec2', action, 'arn:aws:ec2:%s:%s:*' % (region, OWNER_ID)))
             fault, page = self.apply_fault(action)
             if page is not None:
                 return action, fault.status, '-', page
+            self.tls.dry_run = true_param(params, 'DryRun')
             xml = method(params, request_id)
+            self.not_dry()  # the actions that change nothing are checked in full
             if fault is not None and fault.delay_after:
                 time.sleep(fault.delay_ms / 1000.0)
             return action, 200, None, xml
@@ -1233,6 +1497,7 @@ class FakeEC2:
             if name in self.key_pairs:
                 raise ApiError(400, 'InvalidKeyPair.Duplicate',
                                "The keypair '%s' already exists." % name)
+            self.not_dry()
             kp = {'name': name, 'fingerprint': fingerprint, 'id': hex_id('key-'),
                   'type': 'ed25519' if fields[0] == 'ssh-ed25519' else 'rsa',
                   'material': ' '.join(fields[:2])}
@@ -1250,6 +1515,7 @@ class FakeEC2:
         if not name and not kp_id:
             raise ApiError(400, 'MissingParameter',
                            'The request must contain the parameter KeyName or KeyPairId')
+        self.not_dry()
         with self.lock:
             for kp in list(self.key_pairs.values()):
                 if kp['name'] == name or kp['id'] == kp_id:
@@ -1288,6 +1554,7 @@ class FakeEC2:
             if name in self.groups:
                 raise ApiError(400, 'InvalidPlacementGroup.Duplicate',
                                "The placement group '%s' already exists." % name)
+            self.not_dry()
             group = {'name': name, 'strategy': strategy, 'id': hex_id('pg-')}
             self.groups[name] = group
 
@@ -1312,6 +1579,7 @@ class FakeEC2:
                 raise ApiError(400, 'InvalidPlacementGroup.InUse',
                                "There are instances in the placement group '%s': %s"
                                % (name, ', '.join(users)))
+            self.not_dry()
             del self.groups[name]
         return success_body('DeletePlacementGroup', rid,
                             lambda root: sub(root, 'return', 'true'))
@@ -1402,6 +1670,7 @@ class FakeEC2:
                 raise ApiError(400, 'InvalidGroup.Duplicate',
                                "The security group '%s' already exists for VPC '%s'"
                                % (name, vpc))
+            self.not_dry()
             group = {'id': hex_id('sg-'), 'name': name, 'description': description,
                      'vpc_id': vpc, 'tags': tags, 'rules': []}
             self.security_groups[group['id']] = group
@@ -1442,6 +1711,7 @@ class FakeEC2:
                         raise ApiError(400, 'InvalidPermission.Duplicate',
                                        'the specified rule already exists')
                     rules.append(rule)
+            self.not_dry()
             group['rules'].extend(rules)
         return success_body('AuthorizeSecurityGroupIngress', rid,
                             lambda root: sub(root, 'return', 'true'))
@@ -1515,9 +1785,71 @@ class FakeEC2:
             if users:
                 raise ApiError(400, 'DependencyViolation',
                                "resource %s has a dependent object" % group['id'])
+            self.not_dry()
             del self.security_groups[group['id']]
         return success_body('DeleteSecurityGroup', rid,
                             lambda root: sub(root, 'return', 'true'))
+
+    # ------------------------------------------------------------ images
+
+    def image_info(self, image_id):
+        """The image IMAGE_ID (a dict), None for one that does not exist (ami-bad...)."""
+        if image_id.startswith('ami-bad'):
+            return None
+        param = self.public_ids.get(image_id)
+        if param is not None:
+            arch, name, owner = PUBLIC_IMAGES[param]
+            owner_id = OWNERS[owner]
+            location = '%s/%s' % ('amazon' if owner == 'amazon' else owner_id, name)
+        else:
+            arch = 'arm64' if 'arm' in image_id else 'x86_64'
+            name, owner_id = image_id, OWNER_ID
+            location = '%s/%s' % (owner_id, name)
+        return {'image-id': image_id, 'architecture': arch, 'name': name,
+                'owner-id': owner_id, 'image-location': location, 'state': 'available',
+                'image-type': 'machine', 'is-public': 'true', 'root-device-type': 'ebs',
+                'virtualization-type': 'hvm', 'platform-details': 'Linux/UNIX'}
+
+    def do_DescribeImages(self, params, rid):
+        ids = indexed(params, 'ImageId')
+        aliases = {'self': OWNER_ID, 'amazon': OWNERS['amazon']}
+        owners = {aliases.get(o, o) for o in indexed(params, 'Owner')}
+        # Filters on the image's fields; other filter names are not checked.
+        filters = [(f.get('Name', ''), indexed(f, 'Value'))
+                   for f in indexed_groups(params, 'Filter')]
+        malformed = [i for i in ids if not re.fullmatch(r'ami-[0-9A-Za-z]+', i)]
+        if malformed:
+            raise ApiError(400, 'InvalidAMIID.Malformed',
+                           'Invalid id: "%s" (expecting "ami-...")' % malformed[0])
+        missing = [i for i in ids if i.startswith('ami-bad')]
+        if missing:
+            raise ApiError(400, 'InvalidAMIID.NotFound',
+                           "The image id '[%s]' does not exist" % ', '.join(missing))
+        region = self.cur_region()
+        images = [self.image_info(i) for i in dict.fromkeys(
+            ids or [region_ami(region, n) for n in PUBLIC_IMAGES])]
+        images = [im for im in images if (not owners or im['owner-id'] in owners)
+                  and all(any(wildcard_match(v, im[n]) for v in vals)
+                          for n, vals in filters if n in im)]
+
+        def fill(root):
+            images_set = sub(root, 'imagesSet')
+            for im in images:
+                item = sub(images_set, 'item')
+                for tag, field in (('imageId', 'image-id'), ('imageLocation', 'image-location'),
+                                   ('imageState', 'state'), ('imageOwnerId', 'owner-id'),
+                                   ('isPublic', 'is-public'), ('architecture', 'architecture'),
+                                   ('imageType', 'image-type'), ('name', 'name'),
+                                   ('rootDeviceType', 'root-device-type')):
+                    sub(item, tag, im[field])
+                sub(item, 'creationDate', IMAGE_CREATED)
+                sub(item, 'rootDeviceName', '/dev/xvda')
+                sub(item, 'virtualizationType', im['virtualization-type'])
+                sub(item, 'platformDetails', im['platform-details'])
+                sub(item, 'usageOperation', 'RunInstances')
+                sub(item, 'enaSupport', 'true')
+                sub(item, 'hypervisor', 'xen')
+        return success_body('DescribeImages', rid, fill)
 
     # ------------------------------------------------------------ instances
 
@@ -1530,14 +1862,15 @@ class FakeEC2:
         sub(item, 'privateDnsName',
             'ip-%s.ec2.internal' % addr.replace('.', '-') if addr else None)
         sub(item, 'dnsName')
-        sub(item, 'reason', inst.state_reason[1] if inst.state_reason else None)
+        sub(item, 'reason', inst.transition or (inst.state_reason[1] if inst.state_reason
+                                                 else None))
         if inst.key_name:
             sub(item, 'keyName', inst.key_name)
         sub(item, 'amiLaunchIndex', inst.launch_index)
         sub(item, 'instanceType', inst.instance_type)
         sub(item, 'launchTime', inst.launch_time)
         placement = sub(item, 'placement')
-        sub(placement, 'availabilityZone', inst.region + 'a')
+        sub(placement, 'availabilityZone', inst.zone)
         if inst.placement_group:
             sub(placement, 'groupName', inst.placement_group)
         sub(placement, 'tenancy', 'default')
@@ -1556,7 +1889,7 @@ class FakeEC2:
             reason = sub(item, 'stateReason')
             sub(reason, 'code', inst.state_reason[0])
             sub(reason, 'message', inst.state_reason[1])
-        sub(item, 'architecture', 'x86_64')
+        sub(item, 'architecture', inst.architecture)
         sub(item, 'rootDeviceType', 'ebs')
         sub(item, 'rootDeviceName', '/dev/xvda')
         if inst.client_token:
@@ -1569,6 +1902,9 @@ class FakeEC2:
                 sub(t, 'value', v)
         sub(item, 'virtualizationType', 'hvm')
         sub(item, 'hypervisor', 'xen')
+        if inst.market == 'spot':
+            sub(item, 'instanceLifecycle', 'spot')
+            sub(item, 'spotInstanceRequestId', inst.spot_request_id)
 
     def reservation_xml(self, parent, rid, instances, tag='item'):
         res = sub(parent, tag) if tag else parent
@@ -1600,10 +1936,65 @@ class FakeEC2:
             'subnet_id': params.get('SubnetId') or None,
             'security_group_ids': indexed(params, 'SecurityGroupId'),
             'placement_group': params.get('Placement.GroupName') or None,
+            'zone': params.get('Placement.AvailabilityZone') or None,
+            'market': market_params(params),
             'client_token': params.get('ClientToken') or None,
             'tags': tags,
             'volume_tags': volume_tags,
         }
+
+    def launch_zone(self, p):
+        """The zone a launch goes to: Placement.AvailabilityZone, else the subnet's, else
+        the first zone offering the type."""
+        region, lc = self.cur_region(), self.launchables
+        offered = lc.type_zones(region, p['instance_type'])
+        zone = p['zone']
+        if zone is not None:
+            if zone not in lc.zones(region):
+                raise bad_param('Invalid availability zone: [%s]' % zone)
+            if p['instance_type'] in lc.arch and zone not in offered:
+                raise ApiError(400, 'Unsupported',
+                               'Your requested instance type (%s) is not supported in your '
+                               'requested Availability Zone (%s). Please retry your request '
+                               'by not specifying an Availability Zone or choosing %s.'
+                               % (p['instance_type'], zone, ', '.join(offered)))
+            return zone
+        if p['subnet_id'] in SUBNETS:
+            return region + 'a'
+        return offered[0] if offered else region + 'a'
+
+    def capacity_code(self, zone, instance_type, market):
+        """The code of the first capacity entry the launch matches, or None."""
+        for e in self.settings['capacity']:
+            if all(e.get(k, '*') in ('*', v) for k, v in (
+                    ('zone', zone), ('instance_type', instance_type), ('market', market))):
+                return e.get('code') or 'InsufficientInstanceCapacity'
+        return None
+
+    def capacity_error(self, code, p, params):
+        zone, itype, market = p['zone'], p['instance_type'], p['market']
+        if code == 'InsufficientHostCapacity':
+            return ApiError(500, code, 'There is not enough capacity to fulfill your '
+                                       'Dedicated Host request.')
+        if code == 'SpotMaxPriceTooLow':
+            return ApiError(400, code, 'Your Spot request price of %s is lower than the '
+                                       'minimum required Spot request fulfillment price.'
+                            % (params.get('InstanceMarketOptions.SpotOptions.MaxPrice')
+                               or 'the On-Demand price'))
+        if market == 'spot':
+            return ApiError(500, code, 'There is no Spot capacity available that matches '
+                                       'your request.')
+        region = self.cur_region()
+        others = [z for z in (self.launchables.type_zones(region, itype)
+                              or self.launchables.zones(region))
+                  if z != zone and self.capacity_code(z, itype, market) is None]
+        message = ('We currently do not have sufficient capacity in the Availability Zone '
+                   'you requested (%s). Our system will be working on provisioning additional '
+                   'capacity.' % zone)
+        if others:
+            message += (' You can currently get %s capacity by not specifying an Availability '
+                        'Zone in your request or choosing %s.' % (itype, ', '.join(others)))
+        return ApiError(500, code, message)
 
     def do_RunInstances(self, params, rid):
         p = self.run_params(params)
@@ -1616,13 +2007,24 @@ class FakeEC2:
                     raise ApiError(400, 'IdempotentParameterMismatch',
                                    'Arguments on this idempotent request are inconsistent '
                                    'with arguments used in previous request(s).')
+                self.not_dry()
                 res_id = seen['reservation']
                 instances = [self.by_id[i] for i in self.reservations[res_id]]
             else:
-                image = required(params, 'ImageId')
-                if image.startswith('ami-bad'):
+                image = self.image_info(required(params, 'ImageId'))
+                if image is None:
                     raise ApiError(400, 'InvalidAMIID.NotFound',
-                                   "The image id '[%s]' does not exist" % image)
+                                   "The image id '[%s]' does not exist" % params['ImageId'])
+                p['architecture'] = image['architecture']
+                type_arch = self.launchables.architecture(p['instance_type'])
+                if type_arch != image['architecture']:
+                    raise bad_param(
+                        "The architecture '%s' of the specified instance type does not match "
+                        "the architecture '%s' of the specified AMI. Specify an instance type "
+                        "and an AMI that have matching architectures, and try again. You can "
+                        "use 'describe-instance-types' or 'describe-images' to discover the "
+                        "architecture of the instance type or AMI."
+                        % (type_arch, image['architecture']))
                 min_count = int_param(params, 'MinCount', low=1)
                 max_count = int_param(params, 'MaxCount', low=1)
                 if min_count > max_count:
@@ -1642,6 +2044,11 @@ class FakeEC2:
                     if sg not in self.security_groups:
                         raise ApiError(400, 'InvalidGroup.NotFound',
                                        "The security group '%s' does not exist" % sg)
+                p['zone'] = self.launch_zone(p)
+                self.not_dry()
+                code = self.capacity_code(p['zone'], p['instance_type'], p['market'])
+                if code is not None:
+                    raise self.capacity_error(code, p, params)
                 slots = self.free_slots(max_count)
                 if len(slots) < min_count:
                     code = 'InsufficientInstanceCapacity'
@@ -1680,9 +2087,13 @@ class FakeEC2:
             elif inst.state == 'stopping' and inst.down and inst.polls >= s['stopping_polls']:
                 inst.state, inst.polls = 'stopped', 0
             elif (inst.state == 'shutting-down' and inst.down
-                  and inst.polls >= s['stopping_polls']):
-                inst.state, inst.polls = 'terminated', 0
-                inst.terminated_at = time.monotonic()
+                  and (inst.reclaimed or inst.polls >= s['stopping_polls'])):
+                self.terminated(inst)
+
+    @staticmethod
+    def terminated(inst):
+        inst.state, inst.polls = 'terminated', 0
+        inst.terminated_at = time.monotonic()
 
     def filter_match(self, inst, name, values):
         if name.startswith('tag:'):
@@ -1732,6 +2143,7 @@ class FakeEC2:
                                "The instance ID%s '%s' do%s not exist"
                                % ('s' if len(missing) > 1 else '', ', '.join(missing),
                                   '' if len(missing) > 1 else 'es'))
+            self.not_dry()
             self.advance()
             page = None if ids else self.settings['page_size']  # ids: never paged
             limit = min(x for x in (max_results, page, 1 << 30) if x)
@@ -1798,6 +2210,13 @@ class FakeEC2:
                     raise ApiError(400, 'IncorrectInstanceState',
                                    "This instance '%s' is not in a state from which it can be "
                                    "stopped." % inst.id)
+                if inst.market == 'spot':
+                    raise ApiError(400, 'UnsupportedOperation',
+                                   "You can't stop the Spot Instance '%s' because it is "
+                                   "associated with a one-time Spot Instance request. You "
+                                   "can only stop Spot Instances associated with persistent "
+                                   "Spot Instance requests." % inst.id)
+            self.not_dry()
             changes, victims = [], []
             for inst in instances:
                 prev = inst.state
@@ -1819,6 +2238,7 @@ class FakeEC2:
                     raise ApiError(400, 'IncorrectInstanceState',
                                    "The instance '%s' is not in a state from which it can be "
                                    "started." % inst.id)
+            self.not_dry()
             wanted = [i for i in instances if i.state == 'stopped']
             changes = []
             for inst in instances:
@@ -1841,11 +2261,14 @@ class FakeEC2:
     def do_TerminateInstances(self, params, rid):
         with self.lock:
             instances = self.lookup(params)
+            self.not_dry()
             changes, victims = [], []
             for inst in instances:
                 prev = inst.state
                 if prev not in ('terminated', 'shutting-down'):
                     inst.state, inst.polls = 'shutting-down', 0
+                    inst.state_reason = USER_REASON
+                    inst.transition = 'User initiated (%s)' % gmt_now()
                     inst.generation += 1
                     inst.ready = False
                     inst.down = False
@@ -1855,6 +2278,86 @@ class FakeEC2:
         return self.change_body('TerminateInstances', rid, changes)
 
     # ------------------------------------------------------------ control endpoint
+
+    def reclaim(self, data):
+        """/_fake/reclaim: EC2 takes spot instances back; (status, JSON)."""
+        if not isinstance(data, dict) or not (('instance_id' in data) ^ ('instance_ids' in data)):
+            return 400, {'error': 'expected {"instance_id": ID} or {"instance_ids": [IDS]}'}
+        ids = data['instance_ids'] if 'instance_ids' in data else [data['instance_id']]
+        if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+            return 400, {'error': 'instance ids are a non-empty list of strings'}
+        ids = list(dict.fromkeys(ids))
+        with self.lock:
+            for i in ids:
+                inst = self.by_id.get(i)
+                if inst is None:
+                    return 400, {'error': 'no such instance: %s' % i}
+                if inst.market != 'spot':
+                    return 400, {'error': '%s is not a spot instance' % i}
+                if inst.state in ('shutting-down', 'terminated'):
+                    return 400, {'error': '%s is %s already' % (i, inst.state)}
+            victims = [self.by_id[i] for i in ids]
+            for inst in victims:
+                inst.state, inst.polls = 'shutting-down', 0
+                inst.generation += 1
+                inst.ready = False
+                inst.down = False
+                inst.reclaimed = True
+                inst.state_reason = SPOT_REASON
+                inst.transition = 'Service initiated (%s)' % gmt_now()
+        self.stop_sshds(victims, terminate=True)
+
+        def settle():
+            with self.lock:
+                for inst in victims:
+                    if inst.state == 'shutting-down' and inst.down:
+                        self.terminated(inst)
+        timer = threading.Timer(SPOT_RECLAIM_S, settle)
+        timer.daemon = True
+        timer.start()
+        return 200, {'reclaimed': ids}
+
+    def check_settings(self, data):
+        """None, or what is wrong with a /_fake/settings object."""
+        if not isinstance(data, dict):
+            return 'settings are a JSON object'
+        for name, value in data.items():
+            if name not in self.settings:
+                return 'unknown setting %r' % name
+            if name == 'page_size' and value in (None, 0):
+                continue
+            if name == 'ssh_silent':
+                if value not in (0, 1):  # true and false are 1 and 0 too
+                    return 'ssh_silent must be 0 or 1'
+                continue
+            if name == 'deny':
+                if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+                    return 'deny is a list of action names'
+                continue
+            if name == 'capacity':
+                problem = self.check_capacity(value)
+                if problem:
+                    return problem
+                continue
+            if not isinstance(value, int) or value < 0 or (
+                    name == 'page_size' and value < 1):
+                return '%s must be a non-negative integer' % name
+        return None
+
+    @staticmethod
+    def check_capacity(value):
+        if not isinstance(value, list):
+            return 'capacity is a list of {"zone", "instance_type", "market", "code"}'
+        for e in value:
+            if not isinstance(e, dict) or set(e) - {'zone', 'instance_type', 'market', 'code'}:
+                return 'a capacity entry has only "zone", "instance_type", "market", "code"'
+            if not all(isinstance(e.get(k, '*'), str) for k in ('zone', 'instance_type')):
+                return 'a capacity entry\'s zone and instance_type are strings'
+            if e.get('market', '*') not in ('on-demand', 'spot', '*'):
+                return 'a capacity entry\'s market is "on-demand", "spot" or "*"'
+            if e.get('code', CAPACITY_CODES[0]) not in CAPACITY_CODES:
+                return 'a capacity entry\'s code is one of ' + ', '.join(CAPACITY_CODES)
+        return None
 
     def state_json(self):
         with self.lock:
@@ -1872,6 +2375,9 @@ class FakeEC2:
                     'ssh_silent': i.silent, 'silent_listening': i.silent_port is not None,
                     'host_dir': self.host_dir(i.dir_slot) if i.dir_slot is not None else None,
                     'state_reason': i.state_reason[1] if i.state_reason else None,
+                    'state_reason_code': i.state_reason[0] if i.state_reason else None,
+                    'zone': i.zone, 'market': i.market, 'architecture': i.architecture,
+                    'spot_request_id': i.spot_request_id,
                 } for i in self.instances],
                 'key_pairs': [n for d in self.key_pairs_of.values() for n in d],
                 'placement_groups': [n for d in self.groups_of.values() for n in d],
@@ -1884,6 +2390,7 @@ class FakeEC2:
                 'calls_by_region': {a: dict(d) for a, d in self.calls_by_region.items()},
                 'catalog': self.catalog_state(),
                 'calls': dict(self.calls),
+                'dry_runs': dict(self.dry_runs),
                 'launches_per_token': {t: v['launches'] for t, v in self.tokens.items()},
                 'faults': [f.as_json() for f in self.faults],
                 'settings': dict(self.settings),
@@ -1912,21 +2419,12 @@ class FakeEC2:
             with self.lock:
                 self.faults = []
             return 200, {'faults': []}
+        if path == '/_fake/reclaim' and method == 'POST':
+            return self.reclaim(data)
         if path == '/_fake/settings' and method == 'POST':
-            if not isinstance(data, dict):
-                return 400, {'error': 'settings are a JSON object'}
-            for name, value in data.items():
-                if name not in self.settings:
-                    return 400, {'error': 'unknown setting %r' % name}
-                if name == 'page_size' and value in (None, 0):
-                    continue
-                if name == 'ssh_silent':
-                    if value not in (0, 1):  # true and false are 1 and 0 too
-                        return 400, {'error': 'ssh_silent must be 0 or 1'}
-                    continue
-                if not isinstance(value, int) or value < 0 or (
-                        name == 'page_size' and value < 1):
-                    return 400, {'error': '%s must be a non-negative integer' % name}
+            problem = self.check_settings(data)
+            if problem:
+                return 400, {'error': problem}
             with self.lock:
                 for name, value in data.items():
                     self.settings[name] = (value or None if name == 'page_size' else
@@ -1936,6 +2434,7 @@ class FakeEC2:
             with self.lock:
                 self.calls = {}
                 self.calls_by_region = {}
+                self.dry_runs = {}
             return 200, {'calls': {}}
         return 404, {'error': 'no such control request: %s %s' % (method, path)}
 
@@ -1995,7 +2494,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         host = self.headers.get('Host') or '127.0.0.1:%d' % self.server.server_address[1]
         if self.headers.get('X-Amz-Target') is not None:
-            action, status, code, out = fake.handle_pricing(self, host, body)
+            action, status, code, out = fake.handle_json(self, host, body)
             self.send(status, out, 'application/x-amz-json-1.1')
             fake.write_log(action, status, code)
             return

@@ -39,6 +39,22 @@ REGION = 'us-east-1'
 AKID, SECRET = 'AKIATESTFAKEEC2', 'test-secret-key'
 TOKEN_AKID, TOKEN_SECRET, TOKEN = 'ASIATESTFAKEEC2', 'token-secret-key', 'FwoGZXIvYXdzE/token+1='
 NO_RETRIES = Config(retries={'total_max_attempts': 1, 'mode': 'standard'})
+# The public SSM parameters of the latest images, and their architectures.
+SSM_ARM64_AL2023 = '/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-arm64'
+SSM_PARAMETERS = {}
+for _arch, _deb in (('x86_64', 'amd64'), ('arm64', 'arm64')):
+    SSM_PARAMETERS.update({
+        SSM_ARM64_AL2023.replace('arm64', _arch): _arch,
+        '/aws/service/canonical/ubuntu/server/24.04/stable/current/%s/hvm/ebs-gp3/ami-id'
+        % _deb: _arch,
+        '/aws/service/canonical/ubuntu/server/22.04/stable/current/%s/hvm/ebs-gp3/ami-id'
+        % _deb: _arch,
+        '/aws/service/debian/release/12/latest/' + _deb: _arch})
+ARCH_MESSAGE = ("The architecture '%s' of the specified instance type does not match the "
+                "architecture '%s' of the specified AMI. Specify an instance type and an AMI "
+                "that have matching architectures, and try again. You can use "
+                "'describe-instance-types' or 'describe-images' to discover the architecture "
+                "of the instance type or AMI.")
 
 
 def pid_gone(pid):
@@ -113,14 +129,16 @@ class FakeEC2Test(unittest.TestCase):
         self.control('DELETE', '/_fake/faults')
         self.control('POST', '/_fake/settings', {'latency_ms': 0, 'pending_polls': 1,
                                                  'stopping_polls': 1, 'page_size': None,
-                                                 'ssh_silent': 0})
+                                                 'ssh_silent': 0, 'deny': [],
+                                                 'capacity': []})
 
     # ------------------------------------------------------------ helpers
 
     @classmethod
-    def client(cls, akid=AKID, secret=SECRET, token=None, region=REGION, config=NO_RETRIES):
+    def client(cls, akid=AKID, secret=SECRET, token=None, region=REGION, config=NO_RETRIES,
+               service='ec2'):
         return botocore.session.get_session().create_client(
-            'ec2', region_name=region, endpoint_url=cls.url, aws_access_key_id=akid,
+            service, region_name=region, endpoint_url=cls.url, aws_access_key_id=akid,
             aws_secret_access_key=secret, aws_session_token=token, config=config)
 
     def control(self, method, path, data=None):
@@ -397,6 +415,14 @@ class FakeEC2Test(unittest.TestCase):
         gone = self.wait_states(ids, 'terminated')
         for i in gone:
             self.assertEqual(i['State']['Code'], 48)
+            self.assertEqual(i['StateReason'],
+                             {'Code': 'Client.UserInitiatedShutdown',
+                              'Message': 'Client.UserInitiatedShutdown: User initiated shutdown'})
+            self.assertRegex(i['StateTransitionReason'],
+                             r'^User initiated \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d GMT\)$')
+            self.assertEqual((i['Architecture'], i['Placement']['AvailabilityZone']),
+                             ('x86_64', REGION + 'a'))
+            self.assertNotIn('InstanceLifecycle', i)
             self.assertNotIn('PrivateIpAddress', i)
             self.assertNotIn('PublicIpAddress', i)
         out = ec2.terminate_instances(InstanceIds=[a])['TerminatingInstances']
@@ -734,9 +760,7 @@ class FakeEC2Test(unittest.TestCase):
 
     @classmethod
     def pricing(cls, region=REGION):
-        return botocore.session.get_session().create_client(
-            'pricing', region_name=region, endpoint_url=cls.url, aws_access_key_id=AKID,
-            aws_secret_access_key=SECRET, config=NO_RETRIES)
+        return cls.client(region=region, service='pricing')
 
     def post_signed(self, service, region, body, headers):
         """POST BODY signed for SERVICE in REGION; (status, body)."""
@@ -915,6 +939,328 @@ class FakeEC2Test(unittest.TestCase):
         left = subprocess.run(['ss', '-Htln', 'src', addrs[a]], capture_output=True,
                               text=True).stdout
         self.assertEqual(left.strip(), '')
+
+    # ------------------------------------------------------------ SSM, images, launches
+
+    def test_ssm_parameters_and_images(self):
+        """The public parameters' images, per region and architecture, and DescribeImages
+        of them and of the user's images."""
+        self.control('POST', '/_fake/reset-calls')
+        east, west = self.client(service='ssm'), self.client(service='ssm', region='eu-west-1')
+        ids = {}
+        for name, arch in SSM_PARAMETERS.items():
+            got = east.get_parameter(Name=name)['Parameter']
+            self.assertEqual((got['Name'], got['Type'], got['Version'], got['DataType'],
+                              got['ARN']),
+                             (name, 'String', 1, 'text', 'arn:aws:ssm:us-east-1::parameter' + name))
+            self.assertRegex(got['Value'], r'^ami-0[0-9a-f]{16}$')
+            self.assertIsInstance(got['LastModifiedDate'], datetime.datetime)
+            self.assertEqual(east.get_parameter(Name=name)['Parameter']['Value'], got['Value'])
+            other = west.get_parameter(Name=name)['Parameter']
+            self.assertNotEqual(other['Value'], got['Value'])
+            self.assertEqual(other['ARN'], 'arn:aws:ssm:eu-west-1::parameter' + name)
+            ids[got['Value']] = arch
+        self.assertEqual(len(ids), len(SSM_PARAMETERS))
+        err = self.assertClientError('ParameterNotFound', east.get_parameter,
+                                     Name='/aws/service/debian/release/11/latest/amd64',
+                                     status=400)
+        self.assertEqual(err['Error']['Message'], '')
+        st = self.state()
+        self.assertEqual(st['calls']['GetParameter'], 3 * len(SSM_PARAMETERS) + 1)
+        self.assertEqual(st['calls_by_region']['GetParameter'],
+                         {'us-east-1': 2 * len(SSM_PARAMETERS) + 1,
+                          'eu-west-1': len(SSM_PARAMETERS)})
+        with open(os.path.join(self.dir, 'requests.log')) as f:
+            self.assertIn('GetParameter 400 ParameterNotFound\n', f.read())
+        # Faults and deny reach it; a signature for another service does not.
+        name = next(iter(SSM_PARAMETERS))
+        self.control('POST', '/_fake/faults', [{'action': 'GetParameter',
+                                                'code': 'ThrottlingException'}])
+        self.assertClientError('ThrottlingException', east.get_parameter, Name=name)
+        east.get_parameter(Name=name)
+        self.control('POST', '/_fake/settings', {'deny': ['GetParameter']})
+        err = self.assertClientError('AccessDeniedException', east.get_parameter, Name=name,
+                                     status=400)
+        self.assertIn('is not authorized to perform: ssm:GetParameter on resource: '
+                      'arn:aws:ssm:us-east-1::parameter' + name, err['Error']['Message'])
+        self.control('POST', '/_fake/settings', {'deny': []})
+        body = json.dumps({'Name': name}).encode()
+        hdrs = {'Content-Type': 'application/x-amz-json-1.1',
+                'X-Amz-Target': 'AmazonSSM.GetParameter'}
+        self.assertEqual(self.post_signed('ssm', 'eu-west-1', body, hdrs)[0], 200)
+        self.assertEqual(self.post_signed('ec2', 'eu-west-1', body, hdrs)[0], 403)
+
+        # DescribeImages: each image with its parameter's architecture, in any region.
+        ec2 = self.client(region='eu-west-1')
+        images = ec2.describe_images(ImageIds=list(ids))['Images']
+        self.assertEqual({i['ImageId']: i['Architecture'] for i in images}, ids)
+        for im in images:
+            self.assertEqual((im['State'], im['Public'], im['ImageType'],
+                              im['RootDeviceType'], im['RootDeviceName'],
+                              im['VirtualizationType'], im['PlatformDetails']),
+                             ('available', True, 'machine', 'ebs', '/dev/xvda', 'hvm',
+                              'Linux/UNIX'))
+            self.assertTrue(im['ImageLocation'].endswith('/' + im['Name']))
+        names = sorted(i['Name'] for i in images)
+        self.assertIn('al2023-ami-2023.6.20241111.0-kernel-6.1-arm64', names)
+        self.assertIn('ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-arm64-server-20241109',
+                      names)
+        self.assertIn('debian-12-arm64-20241110-1927', names)
+        user = ec2.describe_images(ImageIds=['ami-0cclfs', 'ami-0armuser'])['Images']
+        self.assertEqual([(i['ImageId'], i['Architecture'], i['OwnerId']) for i in user],
+                         [('ami-0cclfs', 'x86_64', '123456789012'),
+                          ('ami-0armuser', 'arm64', '123456789012')])
+        err = self.assertClientError('InvalidAMIID.NotFound', ec2.describe_images,
+                                     ImageIds=['ami-bad42'], status=400)
+        self.assertEqual(err['Error']['Message'], "The image id '[ami-bad42]' does not exist")
+        self.assertEqual(ec2.describe_images(ImageIds=list(ids), Owners=['self'])['Images'], [])
+        # Without ids: the region's public images, by owner and filter.
+        amazon = ec2.describe_images(Owners=['amazon'])['Images']
+        self.assertEqual(sorted(i['Architecture'] for i in amazon), ['arm64', 'x86_64'])
+        arm = ec2.describe_images(Filters=[{'Name': 'architecture', 'Values': ['arm64']},
+                                           {'Name': 'name', 'Values': ['debian-12-*']}])
+        self.assertEqual([i['Name'] for i in arm['Images']], ['debian-12-arm64-20241110-1927'])
+
+    def test_dry_run_and_deny(self):
+        ec2 = self.ec2
+        self.control('POST', '/_fake/reset-calls')
+        before = self.state()
+        run = dict(ImageId='ami-0dry', InstanceType='t3.micro', MinCount=1, MaxCount=1,
+                   ClientToken='dry-token', DryRun=True)
+        err = self.assertClientError('DryRunOperation', ec2.run_instances, **run, status=412)
+        self.assertEqual(err['Error']['Message'],
+                         'Request would have succeeded, but DryRun flag is set.')
+        # Checked as a real call is: image, group, key pair, zone.
+        self.assertClientError('InvalidAMIID.NotFound', ec2.run_instances,
+                               **dict(run, ImageId='ami-bad7'))
+        self.assertClientError('InvalidGroup.NotFound', ec2.run_instances,
+                               **dict(run, SecurityGroupIds=['sg-0none']))
+        self.assertClientError('InvalidKeyPair.NotFound', ec2.run_instances,
+                               **dict(run, KeyName='nokey'))
+        self.assertClientError('InvalidParameterValue', ec2.run_instances,
+                               **dict(run, InstanceType='m7g.large'))
+        self.assertClientError('DryRunOperation', ec2.describe_instances, DryRun=True)
+        self.assertClientError('DryRunOperation', ec2.describe_images, DryRun=True,
+                               ImageIds=['ami-0dry'])
+        self.assertClientError('DryRunOperation', ec2.create_security_group, DryRun=True,
+                               GroupName='dry-sg', Description='dry')
+        self.assertClientError('InvalidInstanceID.NotFound', ec2.terminate_instances,
+                               DryRun=True, InstanceIds=['i-0123456789abcdef0'])
+        pub = open(os.path.join(self.hosts, 'id_ed25519.pub'), 'rb').read()
+        self.assertClientError('DryRunOperation', ec2.import_key_pair, DryRun=True,
+                               KeyName='dry-key', PublicKeyMaterial=pub)
+        st = self.state()
+        self.assertEqual(len(st['instances']), len(before['instances']))
+        self.assertNotIn('dry-token', st['launches_per_token'])
+        self.assertNotIn('dry-key', st['key_pairs'])
+        self.assertNotIn('dry-sg', [g['name'] for g in st['security_groups']])
+        self.assertEqual(st['dry_runs'], {'RunInstances': 5, 'DescribeInstances': 1,
+                                          'DescribeImages': 1, 'CreateSecurityGroup': 1,
+                                          'TerminateInstances': 1, 'ImportKeyPair': 1})
+        self.assertEqual(st['calls']['RunInstances'], 5)
+        with open(os.path.join(self.dir, 'requests.log')) as f:
+            self.assertIn('RunInstances 412 DryRunOperation\n', f.read())
+        # A fault on RunInstances answers a dry run too.
+        self.control('POST', '/_fake/faults', [{'action': 'RunInstances',
+                                                'code': 'VcpuLimitExceeded'}])
+        self.assertClientError('VcpuLimitExceeded', ec2.run_instances, **run)
+        self.assertClientError('DryRunOperation', ec2.run_instances, **run)
+
+        # deny: every call of the actions, dry run or not, is unauthorized.
+        self.control('POST', '/_fake/settings', {'deny': ['RunInstances', 'DescribeImages']})
+        for dry in (True, False):
+            err = self.assertClientError('UnauthorizedOperation', ec2.run_instances,
+                                         **dict(run, DryRun=dry), status=403)
+            msg = err['Error']['Message']
+            self.assertTrue(msg.startswith(
+                'You are not authorized to perform this operation. User: '
+                'arn:aws:iam::123456789012:user/cclfs is not authorized to perform: '
+                'ec2:RunInstances on resource: arn:aws:ec2:us-east-1:123456789012:* because '
+                'no identity-based policy allows the ec2:RunInstances action. Encoded '
+                'authorization failure message: '), msg)
+        self.assertClientError('UnauthorizedOperation', ec2.describe_images,
+                               ImageIds=['ami-0cclfs'])
+        self.assertClientError('DryRunOperation', ec2.describe_instances, DryRun=True)
+        self.assertEqual(len(self.state()['instances']), len(before['instances']))
+        for bad in ({'deny': 'RunInstances'}, {'capacity': [{'market': 'reserved'}]},
+                    {'capacity': [{'code': 'Unavailable'}]}, {'capacity': {}}):
+            with self.assertRaises(urllib.error.HTTPError) as cm:
+                self.control('POST', '/_fake/settings', bad)
+            self.assertEqual(cm.exception.code, 400)
+
+    def test_zones_architecture_and_capacity(self):
+        """Placement.AvailabilityZone, the subnet's zone, the first zone offering the
+        type; the architecture check; the capacity setting. Silent instances (no sshd)."""
+        self.control('POST', '/_fake/settings', {'ssh_silent': 1})
+        ec2, west = self.ec2, self.client(region='us-west-2')
+        arm_ami = self.client(service='ssm').get_parameter(
+            Name=SSM_ARM64_AL2023)['Parameter']['Value']
+        err = self.assertClientError('InvalidParameterValue', ec2.run_instances,
+                                     ImageId='ami-0cclfs', InstanceType='m7g.large',
+                                     MinCount=1, MaxCount=1, status=400)
+        self.assertEqual(err['Error']['Message'], ARCH_MESSAGE % ('arm64', 'x86_64'))
+        err = self.assertClientError('InvalidParameterValue', ec2.run_instances,
+                                     ImageId=arm_ami, InstanceType='t3.micro',
+                                     MinCount=1, MaxCount=1)
+        self.assertEqual(err['Error']['Message'], ARCH_MESSAGE % ('x86_64', 'arm64'))
+
+        launched = []
+
+        def launch(client, **kw):
+            out = client.run_instances(**dict({'MinCount': 1, 'MaxCount': 1}, **kw))[
+                'Instances'][0]
+            launched.append((client, out['InstanceId']))
+            return out
+        one = launch(ec2, ImageId=arm_ami, InstanceType='m7g.large',
+                     Placement={'AvailabilityZone': 'us-east-1c'})
+        self.assertEqual((one['Placement']['AvailabilityZone'], one['Architecture']),
+                         ('us-east-1c', 'arm64'))
+        described = self.describe([one['InstanceId']])[0]
+        self.assertEqual(described['Placement']['AvailabilityZone'], 'us-east-1c')
+        s = self.inst_state(one['InstanceId'])
+        self.assertEqual((s['zone'], s['market'], s['architecture']),
+                         ('us-east-1c', 'on-demand', 'arm64'))
+        # us-west-2 offers the new type in us-west-2b only.
+        gb = dict(ImageId='ami-0armgb', InstanceType='p6e-gb300.36xlarge')
+        self.assertEqual(launch(west, **gb)['Placement']['AvailabilityZone'], 'us-west-2b')
+        self.assertEqual(launch(west, SubnetId='subnet-0cclfs', **gb)['Placement'][
+            'AvailabilityZone'], 'us-west-2a')
+        err = self.assertClientError('Unsupported', west.run_instances, MinCount=1, MaxCount=1,
+                                     Placement={'AvailabilityZone': 'us-west-2c'}, **gb,
+                                     status=400)
+        self.assertEqual(err['Error']['Message'],
+                         'Your requested instance type (p6e-gb300.36xlarge) is not supported '
+                         'in your requested Availability Zone (us-west-2c). Please retry your '
+                         'request by not specifying an Availability Zone or choosing '
+                         'us-west-2b.')
+        err = self.assertClientError('InvalidParameterValue', west.run_instances, MinCount=1,
+                                     MaxCount=1, Placement={'AvailabilityZone': 'us-west-2z'},
+                                     **gb)
+        self.assertEqual(err['Error']['Message'], 'Invalid availability zone: [us-west-2z]')
+
+        # Capacity: what matches launches nothing; dry runs are not refused.
+        self.control('POST', '/_fake/settings', {'capacity': [
+            {'zone': 'us-east-1b', 'instance_type': 't3.micro', 'market': 'on-demand'},
+            {'zone': 'us-east-1d', 'instance_type': '*', 'market': '*'},
+            {'zone': '*', 'instance_type': 't3.nano', 'market': 'spot'},
+            {'zone': 'us-east-1a', 'instance_type': 't3.small', 'code': 'SpotMaxPriceTooLow'},
+            {'instance_type': 't3.medium', 'code': 'InsufficientHostCapacity'}]})
+        count = len(self.state()['instances'])
+        tiny = dict(ImageId='ami-0cap', InstanceType='t3.micro', MinCount=1, MaxCount=1,
+                    Placement={'AvailabilityZone': 'us-east-1b'})
+        err = self.assertClientError('InsufficientInstanceCapacity', ec2.run_instances,
+                                     **tiny, status=500)
+        self.assertEqual(err['Error']['Message'],
+                         'We currently do not have sufficient capacity in the Availability '
+                         'Zone you requested (us-east-1b). Our system will be working on '
+                         'provisioning additional capacity. You can currently get t3.micro '
+                         'capacity by not specifying an Availability Zone in your request or '
+                         'choosing us-east-1a, us-east-1c, us-east-1f.')
+        self.assertClientError('DryRunOperation', ec2.run_instances, DryRun=True, **tiny)
+        spot = {'MarketType': 'spot'}
+        err = self.assertClientError('InsufficientInstanceCapacity', ec2.run_instances,
+                                     **dict(tiny, InstanceType='t3.nano',
+                                            InstanceMarketOptions=spot))
+        self.assertEqual(err['Error']['Message'],
+                         'There is no Spot capacity available that matches your request.')
+        self.assertClientError('SpotMaxPriceTooLow', ec2.run_instances,
+                               **dict(tiny, InstanceType='t3.small', Placement={}))
+        self.assertClientError('InsufficientHostCapacity', ec2.run_instances,
+                               **dict(tiny, InstanceType='t3.medium', Placement={}),
+                               status=500)
+        self.assertEqual(len(self.state()['instances']), count)
+        # What does not match launches: another zone, the other market.
+        self.assertEqual(launch(ec2, **dict(tiny, InstanceType='t3.nano'))[
+            'Placement']['AvailabilityZone'], 'us-east-1b')
+        self.assertEqual(launch(ec2, ImageId='ami-0cap', InstanceType='t3.micro',
+                                Placement={'AvailabilityZone': 'us-east-1c'})
+                         ['Placement']['AvailabilityZone'], 'us-east-1c')
+        for client, iid in launched:
+            client.terminate_instances(InstanceIds=[iid])
+
+    def test_spot_reclaim(self):
+        """Spot instances: launched, refused stop, reclaimed (sshd gone, terminated with
+        the spot reason), and a new launch after."""
+        ec2 = self.ec2
+        base = dict(ImageId='ami-0spot', InstanceType='t3.micro', MinCount=1, MaxCount=1)
+        for opts, code in (
+                ({'SpotInstanceType': 'persistent', 'InstanceInterruptionBehavior': 'terminate'},
+                 'InvalidParameterCombination'),
+                ({'SpotInstanceType': 'one-time', 'InstanceInterruptionBehavior': 'stop'},
+                 'InvalidParameterCombination'),
+                ({'SpotInstanceType': 'persistent', 'InstanceInterruptionBehavior': 'stop'},
+                 'InvalidParameterValue'),
+                ({'SpotInstanceType': 'weekly'}, 'InvalidParameterValue'),
+                ({'InstanceInterruptionBehavior': 'pause'}, 'InvalidParameterValue')):
+            self.assertClientError(code, ec2.run_instances, **base, InstanceMarketOptions={
+                'MarketType': 'spot', 'SpotOptions': opts})
+        market = {'MarketType': 'spot', 'SpotOptions': {
+            'SpotInstanceType': 'one-time', 'InstanceInterruptionBehavior': 'terminate'}}
+        out = ec2.run_instances(**base, ClientToken='spot-1',
+                                InstanceMarketOptions=market)['Instances'][0]
+        iid = out['InstanceId']
+        self.assertEqual(out['InstanceLifecycle'], 'spot')
+        self.assertRegex(out['SpotInstanceRequestId'], r'^sir-[0-9a-f]{8}$')
+        running = self.wait_states([iid], 'running')[0]
+        self.assertEqual(running['InstanceLifecycle'], 'spot')
+        self.assertEqual(running['SpotInstanceRequestId'], out['SpotInstanceRequestId'])
+        addr = running['PublicIpAddress']
+        r = self.ssh(addr)
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, addr), r.stderr)
+        s = self.inst_state(iid)
+        self.assertEqual((s['market'], s['spot_request_id']),
+                         ('spot', out['SpotInstanceRequestId']))
+        self.assertClientError('UnsupportedOperation', ec2.stop_instances, InstanceIds=[iid])
+
+        # A silent on-demand instance and a silent spot one, for the refusals and the
+        # reclaim nobody polls.
+        self.control('POST', '/_fake/settings', {'ssh_silent': 1})
+        od = ec2.run_instances(**base)['Instances'][0]['InstanceId']
+        quiet = ec2.run_instances(**base, InstanceMarketOptions=market)['Instances'][0][
+            'InstanceId']
+        self.wait_states([od, quiet], 'running')
+        for data in ({'instance_id': od}, {'instance_id': 'i-0123456789abcdef0'},
+                     {'instance_ids': []}, {}):
+            with self.assertRaises(urllib.error.HTTPError) as cm:
+                self.control('POST', '/_fake/reclaim', data)
+            self.assertEqual(cm.exception.code, 400)
+            self.assertIn('error', json.load(cm.exception))
+
+        self.assertEqual(self.control('POST', '/_fake/reclaim', {'instance_id': iid}),
+                         {'reclaimed': [iid]})
+        s = self.inst_state(iid)
+        self.assertEqual((s['state'], s['state_reason_code']),
+                         ('shutting-down', 'Server.SpotInstanceTermination'))
+        self.assertTrue(pid_gone(s['sshd_pid']))
+        with self.assertRaises(ConnectionRefusedError):
+            socket.create_connection((addr, 22), timeout=5).close()
+        gone = self.describe([iid])[0]
+        self.assertEqual(gone['State']['Name'], 'terminated')
+        self.assertEqual(gone['StateReason'], {
+            'Code': 'Server.SpotInstanceTermination',
+            'Message': 'Server.SpotInstanceTermination: Spot instance termination'})
+        self.assertTrue(gone['StateTransitionReason'].startswith('Service initiated ('))
+        with self.assertRaises(urllib.error.HTTPError) as cm:
+            self.control('POST', '/_fake/reclaim', {'instance_ids': [iid]})
+        self.assertEqual(cm.exception.code, 400)
+        # Nobody polls: terminated within about a second all the same.
+        quiet_addr = self.inst_state(quiet)['address']
+        self.control('POST', '/_fake/reclaim', {'instance_ids': [quiet]})
+        self.assertClosed(quiet_addr)
+        wait_for(lambda: self.inst_state(quiet)['state'] == 'terminated', timeout=3,
+                 what='the reclaimed instance to be terminated')
+
+        # A new token launches anew, on a new address.
+        self.control('POST', '/_fake/settings', {'ssh_silent': 0})
+        again = ec2.run_instances(**base, ClientToken='spot-2',
+                                  InstanceMarketOptions=market)['Instances'][0]
+        self.assertNotEqual(again['InstanceId'], iid)
+        new_addr = self.wait_states([again['InstanceId']], 'running')[0]['PublicIpAddress']
+        self.assertNotEqual(new_addr, addr)
+        r = self.ssh(new_addr)
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, new_addr), r.stderr)
+        self.assertEqual(self.state()['launches_per_token']['spot-1'], 1)
+        ec2.terminate_instances(InstanceIds=[again['InstanceId'], od])
 
     def test_zz_sigterm_stops_every_sshd(self):
         """Last: SIGTERM with instances running; no daemon of the fake survives, no
