@@ -28,9 +28,10 @@ EC2 actions (POST /, form body, SigV4-signed): ImportKeyPair, DeleteKeyPair,
 DescribeKeyPairs, CreatePlacementGroup, DeletePlacementGroup, DescribePlacementGroups,
 DescribeVpcs, DescribeSubnets, CreateSecurityGroup, AuthorizeSecurityGroupIngress,
 DescribeSecurityGroups, DeleteSecurityGroup, DescribeImages, RunInstances,
-DescribeInstances, StopInstances, StartInstances, TerminateInstances, and for the catalog DescribeRegions, DescribeInstanceTypes, DescribeInstanceTypeOfferings
-(location types region and availability-zone) and DescribeSpotPriceHistory, paginated
-with MaxResults and NextToken (small default pages, the real API's maxima).
+DescribeInstances, StopInstances, StartInstances, TerminateInstances, and for the
+catalog DescribeRegions, DescribeInstanceTypes, DescribeInstanceTypeOfferings (location
+types region and availability-zone) and DescribeSpotPriceHistory, paginated with
+MaxResults and NextToken (small default pages, the real API's maxima).
 
 Regions: an EC2 call is answered for the region of its signature's scope (any region of
 catalog/data/regions.csv, or --region): instances, key pairs and placement groups are
@@ -118,6 +119,10 @@ RunInstances and the catalog (fake_catalog.Launchables, read at the first launch
     StopInstances of a spot instance: UnsupportedOperation (one-time requests).
   - addresses: a launch (or start) takes the lowest slot never given out, then the lowest
     freed one: a new instance gets a new address while there is one.
+
+DescribeInstances filters: tag:KEY, tag-key, instance-state-name, instance-id, client-token,
+reservation-id, availability-zone, instance-lifecycle (spot), architecture,
+instance-type, image-id.
 
 stateReason: TerminateInstances sets Client.UserInitiatedShutdown ("Client.
 UserInitiatedShutdown: User initiated shutdown", stateTransitionReason "User initiated
@@ -2103,7 +2108,10 @@ class FakeEC2:
             return any(wildcard_match(v, k) for v in values for k in inst.tags)
         field = {'instance-state-name': inst.state, 'instance-id': inst.id,
                  'client-token': inst.client_token or '',
-                 'reservation-id': inst.reservation_id}[name]
+                 'reservation-id': inst.reservation_id, 'availability-zone': inst.zone,
+                 'instance-lifecycle': 'spot' if inst.market == 'spot' else '',
+                 'architecture': inst.architecture, 'instance-type': inst.instance_type,
+                 'image-id': inst.image_id}[name]
         return any(wildcard_match(v, field) for v in values)
 
     def do_DescribeInstances(self, params, rid):
@@ -2115,7 +2123,8 @@ class FakeEC2:
                 raise ApiError(400, 'InvalidParameterValue', 'A filter has no Name')
             if not (name.startswith('tag:') or name in (
                     'tag-key', 'instance-state-name', 'instance-id', 'client-token',
-                    'reservation-id')):
+                    'reservation-id', 'availability-zone', 'instance-lifecycle',
+                    'architecture', 'instance-type', 'image-id')):
                 raise ApiError(400, 'InvalidParameterValue',
                                "The filter '%s' is invalid" % name)
             values = indexed(f, 'Value')

@@ -1175,6 +1175,11 @@ class FakeEC2Test(unittest.TestCase):
         self.assertEqual(launch(ec2, ImageId='ami-0cap', InstanceType='t3.micro',
                                 Placement={'AvailabilityZone': 'us-east-1c'})
                          ['Placement']['AvailabilityZone'], 'us-east-1c')
+        mine = [iid for client, iid in launched if client is ec2]
+        found = self.describe(Filters=[{'Name': 'instance-id', 'Values': mine},
+                                       {'Name': 'availability-zone', 'Values': ['us-east-1c']},
+                                       {'Name': 'architecture', 'Values': ['arm64']}])
+        self.assertEqual([i['InstanceId'] for i in found], [one['InstanceId']])
         for client, iid in launched:
             client.terminate_instances(InstanceIds=[iid])
 
@@ -1204,6 +1209,9 @@ class FakeEC2Test(unittest.TestCase):
         running = self.wait_states([iid], 'running')[0]
         self.assertEqual(running['InstanceLifecycle'], 'spot')
         self.assertEqual(running['SpotInstanceRequestId'], out['SpotInstanceRequestId'])
+        self.assertEqual([i['InstanceId'] for i in self.describe(Filters=[
+            {'Name': 'instance-lifecycle', 'Values': ['spot']},
+            {'Name': 'client-token', 'Values': ['spot-1']}])], [iid])
         addr = running['PublicIpAddress']
         r = self.ssh(addr)
         self.assertEqual((r.returncode, r.stdout.strip()), (0, addr), r.stderr)
