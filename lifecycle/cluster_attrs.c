@@ -72,9 +72,18 @@ static void cluster_show_state(struct model *m, struct cluster *c,
 {
 	(void)m;
 	(void)n;
+	size_t down = 0;
+
+	for (size_t i = 0; i < c->nnodes; i++)
+		down += strcmp(c->nodes[i].state, "preempted") == 0;
 	if (cluster_state_moving(c->state))
 		cluster_printf(t, "%s %d/%zu\n", cluster_state_names[c->state],
 			       c->done, c->nnodes);
+	else if (down && c->state == CLUSTER_RUNNING)
+		/* Running, short of the nodes the cloud took back (the
+		 * watch relaunches them when config/recover says so). */
+		cluster_printf(t, "running (degraded: %zu node%s preempted)\n",
+			       down, down == 1 ? "" : "s");
 	else
 		cluster_printf(t, "%s\n", cluster_state_names[c->state]);
 }

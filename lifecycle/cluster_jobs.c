@@ -119,6 +119,18 @@ static bool cluster_node_made(const struct cluster_node *n)
 	return cluster_node_live(n) && *n->pn.instance_id;
 }
 
+static bool cluster_node_preempted(const struct cluster_node *n)
+{
+	return strcmp(n->state, "preempted") == 0;
+}
+
+/* Nodes commands and state changes reach: made, and not taken back by
+ * the cloud (only a relaunch or a terminate touches a preempted node). */
+static bool cluster_node_up(const struct cluster_node *n)
+{
+	return cluster_node_made(n) && !cluster_node_preempted(n);
+}
+
 /* What a provider says of a cluster while it works goes to the cluster's
  * log. */
 struct cluster_say {
@@ -252,7 +264,7 @@ static int cluster_prepare(struct model *m, struct cluster *c,
 	int rc;
 
 	snprintf(handle, sizeof(handle), "%s", c->handle);
-	if (cluster_batch_take(m, c, cluster_node_made, c->nnodes, NULL, &cb)) {
+	if (cluster_batch_take(m, c, cluster_node_up, c->nnodes, NULL, &cb)) {
 		cluster_batch_free(&cb);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -398,7 +410,7 @@ static void cluster_job_nodes(struct model *m, struct cluster *c,
 	 * crash or a cancelled create may have made it unrecorded. */
 	bool (*want)(const struct cluster_node *) = op == CLUSTER_OP_TERMINATE
 							    ? cluster_node_live
-							    : cluster_node_made;
+							    : cluster_node_up;
 	/* Each provider once: nodes it did not do stay wanted. */
 	struct cluster_asked asked = {.n = 0};
 	int rc;
@@ -436,6 +448,195 @@ static void cluster_job_nodes(struct model *m, struct cluster *c,
 		cluster_job_failed(m, c, cluster_state_names[during], err);
 }
 
+/* --- nodes the cloud takes back (spot) --- */
+
+/* The value of NAME=VALUE in the cluster's provider options, or "". */
+static void cluster_option(const struct cluster *c, const char *name, char *out,
+			   size_t len)
+{
+	size_t nl = strlen(name);
+
+	out[0] = '\0';
+	for (const char *p = c->options; p && *p;) {
+		size_t l = strcspn(p, "\n");
+
+		if (l > nl && strncmp(p, name, nl) == 0 && p[nl] == '=')
+			snprintf(out, len, "%.*s", (int)(l - nl - 1),
+				 p + nl + 1);
+		p = p[l] ? p + l + 1 : NULL;
+	}
+}
+
+/* Whether some of the cluster's nodes are bought on the spot market. */
+static bool cluster_has_spot(const struct cluster *c)
+{
+	char market[128];
+
+	cluster_option(c, "market", market, sizeof(market));
+	return strstr(market, "spot") != NULL;
+}
+
+/* config/recover: relaunch preempted nodes (the default with spot). */
+static bool cluster_recovers(const struct cluster *c)
+{
+	char v[16];
+
+	cluster_option(c, "recover", v, sizeof(v));
+	return strcmp(v, "false") != 0;
+}
+
+/* Mark nd preempted (its instance is gone: the cloud took it back),
+ * stored and said. */
+static void cluster_node_preempt(struct model *m, struct cluster *c,
+				 struct cluster_node *nd)
+{
+	char err[MODEL_ERR_MAX], path[64];
+
+	snprintf(nd->state, sizeof(nd->state), "preempted");
+	nd->since_ns = model_now();
+	if (cluster_store_node(m, nd, err, sizeof(err)))
+		cluster_log(m, c, "the state store: %s", err);
+	cluster_log(m, c,
+		    "node %s (%s) was preempted: %s took its spot instance "
+		    "back%s",
+		    nd->name, nd->pn.instance_id, nd->provider,
+		    cluster_recovers(c) ? "; it is relaunched"
+					: " (config/recover is false: it "
+					  "stays down)");
+	snprintf(path, sizeof(path), "nodes/%s/status", nd->name);
+	cluster_notify(m, c, path);
+	cluster_notify(m, c, "state");
+}
+
+/* Relaunch the preempted nodes with their ranks (new instances), then set
+ * up the hostfile, SSH and MPI keys on every node again. A failure is
+ * logged; the next watch tries again. */
+static void cluster_recover(struct model *m, struct cluster *c,
+			    struct cancel *cancel)
+{
+	struct cluster_batch cb = {.cancel = cancel};
+	char handle[CONTRACT_NAME_MAX + 1], err[MODEL_ERR_MAX];
+	int rc;
+
+	snprintf(handle, sizeof(handle), "%s", c->handle);
+	if (cluster_batch_take(m, c, cluster_node_preempted, c->nnodes, NULL,
+			       &cb) ||
+	    cb.b.n == 0) {
+		cluster_batch_free(&cb);
+		return;
+	}
+	cb.b.relaunch = 1;
+	c = cluster_batch_run(m, handle, &cb, PROVIDER_CREATE, &rc);
+	if (!c || rc == -ECANCELED) {
+		cluster_batch_free(&cb);
+		return;
+	}
+	if (cluster_batch_record(m, c, &cb, PROVIDER_CREATE, rc, err,
+				 sizeof(err)) < 0)
+		cluster_log(m, c, "the state store: %s", err);
+	for (size_t k = 0; k < cb.b.n; k++) {
+		const struct cluster_node *nd = &c->nodes[cb.idx[k]];
+
+		if (rc == 0)
+			cluster_log(m, c, "node %s relaunched as %s at %s",
+				    nd->name, nd->pn.instance_id,
+				    nd->pn.address);
+	}
+	if (rc)
+		cluster_log(m, c, "relaunching the preempted nodes failed: %s",
+			    cb.b.err);
+	cluster_notify(m, c, "state");
+	cluster_batch_free(&cb);
+	if (rc)
+		return;
+	rc = cluster_prepare(m, c, cancel, err, sizeof(err));
+	c = cluster_find(m, handle);
+	if (c && rc && rc != -ECANCELED)
+		cluster_log(m, c,
+			    "setting up the relaunched nodes (hostfile, SSH "
+			    "and MPI keys) failed: %s",
+			    err);
+	else if (c && rc == 0)
+		cluster_log(m, c,
+			    "the hostfile, SSH and MPI keys are set up again "
+			    "on every node");
+}
+
+/* One look at a running cluster with spot nodes: what its provider says
+ * of each, preempted nodes marked, and relaunched when config/recover
+ * says so. */
+static void cluster_job_watch(struct model *m, struct cluster *c,
+			      struct cancel *cancel)
+{
+	struct cluster_batch cb = {.cancel = cancel};
+	char handle[CONTRACT_NAME_MAX + 1];
+	bool down = false;
+	int rc;
+
+	c->watch_queued = false;
+	if (c->state != CLUSTER_RUNNING)
+		return;
+	snprintf(handle, sizeof(handle), "%s", c->handle);
+	if (cluster_batch_take(m, c, cluster_node_up, c->nnodes, NULL, &cb)) {
+		cluster_batch_free(&cb);
+		return;
+	}
+	if (cb.b.n) {
+		c = cluster_batch_run(m, handle, &cb, PROVIDER_DESCRIBE, &rc);
+		for (size_t k = 0; c && rc == 0 && k < cb.b.n; k++) {
+			struct cluster_node *nd = &c->nodes[cb.idx[k]];
+
+			if (cb.b.results[k].state == PROVIDER_NODE_PREEMPTED &&
+			    cluster_node_up(nd))
+				cluster_node_preempt(m, c, nd);
+		}
+	}
+	cluster_batch_free(&cb);
+	if (!c || c->state != CLUSTER_RUNNING || !cluster_recovers(c))
+		return;
+	for (size_t i = 0; i < c->nnodes; i++)
+		down |= cluster_node_preempted(&c->nodes[i]);
+	if (down)
+		cluster_recover(m, c, cancel);
+}
+
+/* The watch of the mount: every provider's watch interval, a watch job
+ * for each running cluster with spot nodes (one at a time per cluster,
+ * in the cluster's own queue). Ends when no provider needs it. Not
+ * locked. */
+static void cluster_job_watcher(struct model *m, struct cancel *cancel)
+{
+	for (;;) {
+		int ms = 0;
+
+		pthread_mutex_lock(&m->lock);
+		for (size_t i = 0; i < m->nproviders; i++) {
+			int w = m->providers[i]->watch_ms;
+
+			if (w > 0 && (ms == 0 || w < ms))
+				ms = w;
+		}
+		pthread_mutex_unlock(&m->lock);
+		if (ms == 0 || cancel_sleep_ms(cancel, ms))
+			return;
+		pthread_mutex_lock(&m->lock);
+		for (size_t i = 0; i < m->nclusters; i++) {
+			struct cluster *c = m->clusters[i];
+			const struct provider *p =
+				c->nnodes ? cluster_provider(m, &c->nodes[0])
+					  : NULL;
+
+			if (c->state != CLUSTER_RUNNING || c->watch_queued ||
+			    !p || p->watch_ms <= 0 || !cluster_has_spot(c))
+				continue;
+			c->watch_queued =
+				jobs_submit(m->jobs, c->handle,
+					    (int)CLUSTER_OP_WATCH) == 0;
+		}
+		pthread_mutex_unlock(&m->lock);
+	}
+}
+
 /* At mount: what each provider says of the nodes the store has as
  * running or stopped. A node its provider no longer has is marked
  * terminated, and the log and error say so; nothing else changes. */
@@ -446,6 +647,7 @@ static void cluster_job_reconcile(struct model *m, struct cluster *c,
 		[PROVIDER_NODE_RUNNING] = "running",
 		[PROVIDER_NODE_STOPPED] = "stopped",
 		[PROVIDER_NODE_GONE] = "terminated",
+		[PROVIDER_NODE_PREEMPTED] = "preempted",
 	};
 	struct cluster_batch cb = {.cancel = cancel};
 	char handle[CONTRACT_NAME_MAX + 1], err[MODEL_ERR_MAX];
@@ -475,8 +677,15 @@ static void cluster_job_reconcile(struct model *m, struct cluster *c,
 		/* A transition under way (a job of this mount) is not
 		 * second-guessed; neither is a node that matches. */
 		if (cluster_state_moving(c->state) ||
-		    strcmp(nd->state, said[ps]) == 0 ||
-		    ps != PROVIDER_NODE_GONE || !cluster_node_live(nd))
+		    strcmp(nd->state, said[ps]) == 0 || !cluster_node_live(nd))
+			continue;
+		/* Taken back while cclfs was not mounted: shown, and the
+		 * watch relaunches it. */
+		if (ps == PROVIDER_NODE_PREEMPTED) {
+			cluster_node_preempt(m, c, nd);
+			continue;
+		}
+		if (ps != PROVIDER_NODE_GONE)
 			continue;
 		snprintf(why, sizeof(why),
 			 "node %s (%s) is gone: its provider no longer has "
@@ -546,14 +755,18 @@ static void cluster_job_strays(struct model *m, struct provider *p,
 	}
 }
 
-/* Jobs of clusters are keyed by handle; a provider's own by "/NAME" (no
- * handle has a '/'). */
+/* Jobs of clusters are keyed by handle; a provider's own by "/NAME", the
+ * watch by "/" (no handle has a '/'). */
 static void cluster_job(void *ctx, const char *key, int op,
 			struct cancel *cancel)
 {
 	struct model *m = ctx;
 	struct cluster *c;
 
+	if (strcmp(key, "/") == 0) {
+		cluster_job_watcher(m, cancel);
+		return;
+	}
 	if (key[0] == '/') {
 		for (size_t i = 0; i < m->nproviders; i++)
 			if (strcmp(m->providers[i]->entry->name, key + 1) == 0)
@@ -569,6 +782,9 @@ static void cluster_job(void *ctx, const char *key, int op,
 			break;
 		case CLUSTER_OP_RECONCILE:
 			cluster_job_reconcile(m, c, cancel);
+			break;
+		case CLUSTER_OP_WATCH:
+			cluster_job_watch(m, c, cancel);
 			break;
 		default:
 			cluster_job_nodes(m, c, (enum cluster_op)op, cancel);
@@ -756,6 +972,8 @@ int model_start(struct model *m, char *err, size_t errlen)
 		snprintf(key, sizeof(key), "/%s", m->providers[i]->entry->name);
 		jobs_submit(m->jobs, key, 0);
 	}
+	/* The watch of spot nodes, under a key no handle has. */
+	jobs_submit(m->jobs, "/", 0);
 	/* What a crash left half done is finished now; what the store has
 	 * as settled is checked against the providers. */
 	for (size_t i = 0; i < m->nclusters; i++) {

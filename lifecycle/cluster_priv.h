@@ -53,6 +53,7 @@ struct cluster {
 	int mpi_exit_status;	    /* of the last mpiexec; -1: none */
 	int64_t mpi_ns;		    /* when it ended */
 	int commands;		    /* exec and mpiexec running now */
+	bool watch_queued;	    /* a watch job is queued (not stored) */
 };
 
 /* The environment of a command on a node: the contract's

@@ -40,6 +40,7 @@ static const struct {
 	/* Reconciling changes no state (it runs in running or interrupted
 	 * and leaves the cluster there): no job ends through this row. */
 	[CLUSTER_OP_RECONCILE] = {CLUSTER_RUNNING, CLUSTER_RUNNING},
+	[CLUSTER_OP_WATCH] = {CLUSTER_RUNNING, CLUSTER_RUNNING},
 };
 
 static const struct {

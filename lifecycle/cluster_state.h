@@ -26,6 +26,7 @@ enum cluster_op {
 	CLUSTER_OP_START,     /* resumed */
 	CLUSTER_OP_TERMINATE, /* terminated */
 	CLUSTER_OP_RECONCILE, /* at mount: what the provider says */
+	CLUSTER_OP_WATCH,     /* running: preempted nodes seen, relaunched */
 	CLUSTER_OPS,
 };
 

@@ -470,11 +470,9 @@ static int contract_market(const char *s, size_t n, char *out, size_t outlen,
 		eq = memchr(w, '=', l);
 		if (eq)
 			r = (size_t)(eq - w);
-		m = contract_pick(eq ? eq + 1 : w, eq ? l - r - 1 : l,
-				  markets);
+		m = contract_pick(eq ? eq + 1 : w, eq ? l - r - 1 : l, markets);
 		role = eq ? contract_pick(w, r, roles) : NULL;
-		if (!m || (eq && !role) ||
-		    (eq ? bare : words > 0)) {
+		if (!m || (eq && !role) || (eq ? bare : words > 0)) {
 			snprintf(err, errlen,
 				 "%s is not a market; write on-demand or spot "
 				 "(every node), or per role, e.g. "

@@ -154,7 +154,8 @@ static bool model_feeds_candidates(const struct contract_field *f)
 {
 	return f->role == CONTRACT_ROLE_ASSUMPTION ||
 	       f->role == CONTRACT_ROLE_CLUSTER_TYPE ||
-	       (f->dir == CONTRACT_DIR_CONFIG && strcmp(f->name, "market") == 0);
+	       (f->dir == CONTRACT_DIR_CONFIG &&
+		strcmp(f->name, "market") == 0);
 }
 
 /* Whether a change of f makes a stored resolution stale. */

@@ -352,7 +352,8 @@ static bool resolution_spot(resolution_value_fn value, void *ctx,
 		size_t l = strcspn(v, " "), rl = strlen(role);
 		const char *eq = memchr(v, '=', l);
 
-		if (!eq || ((size_t)(eq - v) == rl && strncmp(v, role, rl) == 0))
+		if (!eq ||
+		    ((size_t)(eq - v) == rl && strncmp(v, role, rl) == 0))
 			spot = l >= 4 && strncmp(v + l - 4, "spot", 4) == 0;
 		v += l;
 		v += strspn(v, " ");
@@ -863,11 +864,10 @@ int resolution_run(struct resolution_env *env, resolution_value_fn value,
 		rc = resolution_query(env, value, ctx,
 				      mw ? two[r].dir : one[r].dir, &roles[r].q,
 				      sub, sizeof(sub));
-		if (!rc &&
-		    resolution_collect(env, cat, &roles[r].q,
-				       resolution_spot(value, ctx,
-						       roles[r].name),
-				       &roles[r].hits))
+		if (!rc && resolution_collect(
+				   env, cat, &roles[r].q,
+				   resolution_spot(value, ctx, roles[r].name),
+				   &roles[r].hits))
 			rc = -ENOMEM;
 		if (!rc &&
 		    resolution_index(&roles[r], catalog_region_count(cat)))

@@ -44,6 +44,9 @@ enum provider_state {
 	PROVIDER_NODE_RUNNING,
 	PROVIDER_NODE_STOPPED, /* interrupted: processes paused */
 	PROVIDER_NODE_GONE,    /* terminated, or never created */
+	/* Taken back by the cloud (a reclaimed spot instance): gone, and
+	 * worth relaunching. */
+	PROVIDER_NODE_PREEMPTED,
 };
 
 /* The batch operations: each acts on the nodes of one cluster at once
@@ -150,9 +153,14 @@ struct provider_batch {
 	 * once fired the call returns -ECANCELED within 250 ms, leaving
 	 * what it made for a terminate to find. May be NULL. */
 	struct cancel *cancel;
-	const char *hostfile;	    /* PROVIDER_PREPARE */
-	int mpi;		    /* PROVIDER_PREPARE: an MPI cluster */
-	int sig;		    /* PROVIDER_SIGNAL */
+	const char *hostfile; /* PROVIDER_PREPARE */
+	int mpi;	      /* PROVIDER_PREPARE: an MPI cluster */
+	int sig;	      /* PROVIDER_SIGNAL */
+	/* PROVIDER_CREATE: the nodes' instances were taken back by the
+	 * cloud (preempted); launch new ones for their ranks, leaving the
+	 * rest of the cluster as it is. Their instance_id names the one
+	 * each replaces (until the new one is made). */
+	int relaunch;
 	char err[PROVIDER_ERR_MAX]; /* why the call failed as a whole */
 	/* Set by the lifecycle (or NULL): one sentence for the cluster's
 	 * log while the call goes on (a failover's attempts). Called from
@@ -296,6 +304,10 @@ struct provider {
 	 * when what reach() says of a node changed. */
 	void (*notify)(void *ctx, const char *handle, int rank);
 	void *notify_ctx;
+	/* How often the lifecycle asks (PROVIDER_DESCRIBE) about the running
+	 * clusters whose nodes the cloud may take back (spot market), in ms;
+	 * 0: never (nothing is taken back). Set by the provider at open. */
+	int watch_ms;
 };
 
 /* Carry out one batch action through p's ops: an action outside its

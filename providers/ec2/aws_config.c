@@ -2,7 +2,7 @@
  * AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, the
  * profile (AWS_PROFILE, else "default") of the shared credentials and
  * config files, AWS_REGION / AWS_DEFAULT_REGION, AWS_ENDPOINT_URL(_EC2,
- * _PRICING). */
+ * _PRICING, _SSM). */
 #include "providers/ec2/aws_config.h"
 
 #include <ini.h>
@@ -184,6 +184,12 @@ static void aws_default_endpoint(const char *region, char *out, size_t len)
 		 strncmp(region, "cn-", 3) == 0 ? ".cn" : "");
 }
 
+static void aws_default_ssm(const char *region, char *out, size_t len)
+{
+	snprintf(out, len, "https://ssm.%s.amazonaws.com%s", region,
+		 strncmp(region, "cn-", 3) == 0 ? ".cn" : "");
+}
+
 void aws_config_in_region(const struct aws_config *base, const char *region,
 			  struct aws_config *out)
 {
@@ -192,6 +198,9 @@ void aws_config_in_region(const struct aws_config *base, const char *region,
 	if (!base->endpoint_given)
 		aws_default_endpoint(out->region, out->endpoint,
 				     sizeof(out->endpoint));
+	if (!base->ssm_endpoint_given)
+		aws_default_ssm(out->region, out->ssm_endpoint,
+				sizeof(out->ssm_endpoint));
 }
 
 int aws_config_region(const struct aws_defaults *d, char *buf, size_t len)
@@ -233,27 +242,43 @@ int aws_config_region(const struct aws_defaults *d, char *buf, size_t len)
 	return found && aws_region_ok(buf);
 }
 
-/* The Price List API's endpoint: the service's variable, the general one,
- * the profile's endpoint_url, cclfs.conf, else AWS's own. */
-static void aws_pricing_endpoint(const struct aws_extra *x,
-				 const struct aws_profile *conf,
-				 struct aws_config *cfg)
+/* A service's endpoint, as the AWS CLI finds it: the service's variable
+ * (AWS_ENDPOINT_URL_PRICING), the general one, the profile's endpoint_url,
+ * then cclfs.conf's `given`. 1 with it in out, 0 when none is set. */
+static int aws_service_endpoint(const char *var, const char *given,
+				const struct aws_profile *conf, char *out,
+				size_t len)
 {
 	const char *v;
 
-	if ((v = aws_env("AWS_ENDPOINT_URL_PRICING")) ||
-	    (v = aws_env("AWS_ENDPOINT_URL")))
-		aws_copy(cfg->pricing_endpoint, sizeof(cfg->pricing_endpoint),
-			 v);
+	if ((v = aws_env(var)) || (v = aws_env("AWS_ENDPOINT_URL")))
+		aws_copy(out, len, v);
 	else if (*conf->endpoint)
-		aws_copy(cfg->pricing_endpoint, sizeof(cfg->pricing_endpoint),
-			 conf->endpoint);
-	else if (x && x->pricing_endpoint && *x->pricing_endpoint)
-		aws_copy(cfg->pricing_endpoint, sizeof(cfg->pricing_endpoint),
-			 x->pricing_endpoint);
+		aws_copy(out, len, conf->endpoint);
+	else if (given && *given)
+		aws_copy(out, len, given);
 	else
+		return 0;
+	return 1;
+}
+
+/* The Price List API's endpoint, else AWS's own; SSM's, else the
+ * region's own (aws_config_in_region). */
+static void aws_more_endpoints(const struct aws_extra *x,
+			       const struct aws_profile *conf,
+			       struct aws_config *cfg)
+{
+	if (!aws_service_endpoint(
+		    "AWS_ENDPOINT_URL_PRICING", x ? x->pricing_endpoint : NULL,
+		    conf, cfg->pricing_endpoint, sizeof(cfg->pricing_endpoint)))
 		aws_copy(cfg->pricing_endpoint, sizeof(cfg->pricing_endpoint),
 			 "https://api.pricing.us-east-1.amazonaws.com");
+	cfg->ssm_endpoint_given = aws_service_endpoint(
+		"AWS_ENDPOINT_URL_SSM", x ? x->ssm_endpoint : NULL, conf,
+		cfg->ssm_endpoint, sizeof(cfg->ssm_endpoint));
+	if (!cfg->ssm_endpoint_given && *cfg->region)
+		aws_default_ssm(cfg->region, cfg->ssm_endpoint,
+				sizeof(cfg->ssm_endpoint));
 }
 
 int aws_config_load(const struct aws_defaults *d, struct aws_config *cfg,
@@ -338,7 +363,7 @@ int aws_config_load_with(const struct aws_defaults *d,
 	if (!cfg->endpoint_given && *cfg->region)
 		aws_default_endpoint(cfg->region, cfg->endpoint,
 				     sizeof(cfg->endpoint));
-	aws_pricing_endpoint(x, conf, cfg);
+	aws_more_endpoints(x, conf, cfg);
 	rc = 0;
 out:
 	if (creds)

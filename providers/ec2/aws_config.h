@@ -18,12 +18,16 @@ struct aws_config {
 	char endpoint[512]; /* "https://ec2.REGION.amazonaws.com" or given */
 	/* The Price List API's endpoint (AWS_ENDPOINT_URL_PRICING & co.). */
 	char pricing_endpoint[512];
+	/* SSM's (the public image parameters): AWS_ENDPOINT_URL_SSM & co.,
+	 * else each region's own. */
+	char ssm_endpoint[512];
 	char profile[128];
 	/* Where the credentials came from, for messages (never the keys). */
 	char source[PATH_MAX + 64];
 	/* The EC2 endpoint was given (environment, profile, cclfs.conf): every
 	 * region is called there; else each region at its own. */
 	bool endpoint_given;
+	bool ssm_endpoint_given;
 };
 
 /* What cclfs.conf says ("" when it says nothing): the lowest precedence. */
@@ -35,6 +39,7 @@ struct aws_defaults {
 /* More of cclfs.conf, for aws_config_load_with. */
 struct aws_extra {
 	const char *pricing_endpoint;
+	const char *ssm_endpoint;
 	/* No region anywhere is not an error: cfg.region is then "" (each
 	 * call names its region, see aws_config_in_region). */
 	bool region_optional;
@@ -54,7 +59,8 @@ int aws_config_load_with(const struct aws_defaults *d,
  * 0 when none is configured. Reads files only, never fails. */
 int aws_config_region(const struct aws_defaults *d, char *buf, size_t len);
 
-/* base for calls in `region`: its endpoint unless one was given. */
+/* base for calls in `region`: its endpoints (EC2, SSM) unless they were
+ * given. */
 void aws_config_in_region(const struct aws_config *base, const char *region,
 			  struct aws_config *out);
 

@@ -16,15 +16,16 @@ struct ec2_settings {
 	char region[64];		/* "": AWS_REGION & co. */
 	char endpoint_url[512];		/* "": AWS_ENDPOINT_URL & co. */
 	char pricing_endpoint_url[512]; /* "": AWS_ENDPOINT_URL_PRICING... */
+	char ssm_endpoint_url[512];	/* "": AWS_ENDPOINT_URL_SSM... */
 	char imageid[128];		/* defaults of config/ */
 	char subnet_id[64];
 	char security_group_id[64]; /* "": a group per cluster */
 	char ssh_cidr[64];	    /* its SSH rule's source (0.0.0.0/0) */
 	char placement_group[128];  /* "none": no placement group */
 	char key_name[128];	    /* "": a key pair per cluster */
-	char user[64];		    /* login user ("ec2-user") */
-	char address[16];	    /* "public" (default) or "private" */
-	char keydir[PATH_MAX];	    /* STATEDIR/keys: generated keys */
+	char user[64];	  /* login user ("": the image's, ec2-user for an id) */
+	char address[16]; /* "public" (default) or "private" */
+	char keydir[PATH_MAX]; /* STATEDIR/keys: generated keys */
 	char known_hosts[PATH_MAX];
 	char own_hosts[PATH_MAX]; /* STATEDIR/known_hosts */
 	int connect_timeout_ms;

@@ -45,7 +45,6 @@ static int ec2conf_url(const char *v, char *out, size_t len)
 static void ec2conf_defaults(const char *statedir, struct ec2_settings *s)
 {
 	memset(s, 0, sizeof(*s));
-	snprintf(s->user, sizeof(s->user), "ec2-user");
 	snprintf(s->ssh_cidr, sizeof(s->ssh_cidr), "0.0.0.0/0");
 	snprintf(s->address, sizeof(s->address), "public");
 	snprintf(s->keydir, sizeof(s->keydir), "%.4000s/keys", statedir);
@@ -75,6 +74,9 @@ static int ec2conf_key(const char *key, const char *v, struct ec2_settings *s)
 	if (strcmp(key, "pricing_endpoint_url") == 0)
 		return ec2conf_url(v, s->pricing_endpoint_url,
 				   sizeof(s->pricing_endpoint_url));
+	if (strcmp(key, "ssm_endpoint_url") == 0)
+		return ec2conf_url(v, s->ssm_endpoint_url,
+				   sizeof(s->ssm_endpoint_url));
 	if (strcmp(key, "imageid") == 0)
 		return ec2conf_word(v, s->imageid, sizeof(s->imageid));
 	if (strcmp(key, "subnet_id") == 0)

@@ -159,6 +159,12 @@ static int ec2_xml_push(struct ec2_instances *out, const xmlNode *item)
 	ec2_xml_text(item, "instanceType", in->type, sizeof(in->type));
 	ec2_xml_text(item, "clientToken", in->client_token,
 		     sizeof(in->client_token));
+	ec2_xml_text(ec2_xml_child(item, "placement"), "availabilityZone",
+		     in->zone, sizeof(in->zone));
+	ec2_xml_text(item, "instanceLifecycle", in->lifecycle,
+		     sizeof(in->lifecycle));
+	ec2_xml_text(ec2_xml_child(item, "stateReason"), "code", in->reason,
+		     sizeof(in->reason));
 	ec2_xml_text(item, "amiLaunchIndex", idx, sizeof(idx));
 	in->launch_index = ec2_xml_index(idx);
 	ec2_xml_tags(item, in);

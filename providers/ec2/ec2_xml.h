@@ -21,7 +21,10 @@ struct ec2_instance {
 	char public_ip[64];
 	char type[64];
 	char client_token[80];
-	int launch_index; /* amiLaunchIndex: the rank within its launch */
+	char zone[32];	    /* placement/availabilityZone */
+	char lifecycle[16]; /* instanceLifecycle: "spot", or "" */
+	char reason[64];    /* stateReason/code: Server.SpotInstance... */
+	int launch_index;   /* amiLaunchIndex: the rank within its launch */
 	/* Its cclfs tags ("" when absent). */
 	char cluster[65];
 	char role[16];

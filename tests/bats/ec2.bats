@@ -38,7 +38,7 @@ teardown() {
 	wait_state t1 running
 	[ "$(ls clusters/t1/nodes)" = "$(printf '0\n1\n2\n3')" ]
 	# One call per role, whatever N is.
-	[ "$(fake_py "s['calls'].get('RunInstances')")" = 1 ]
+	[ "$(fake_calls RunInstances)" = 1 ]
 	[ "$(fake_count t1 running)" = 4 ]
 	[ "$(fake_py "sorted(i['tags']['cclfs:role'] for i in s['instances'])")" = "['worker', 'worker', 'worker', 'worker']" ]
 	[ "$(fake_py "len(set(i['client_token'] for i in s['instances']))")" = 1 ]
@@ -65,13 +65,13 @@ teardown() {
 	echo interrupted >clusters/t1/state
 	wait_state t1 interrupted
 	[ "$(fake_count t1 stopped)" = 4 ]
-	[ "$(fake_py "s['calls'].get('StopInstances')")" = 1 ]
+	[ "$(fake_calls StopInstances)" = 1 ]
 	run bash -c 'echo true > clusters/t1/nodes/0/exec'
 	[ "$status" -ne 0 ]
 
 	echo resumed >clusters/t1/state
 	wait_state t1 running
-	[ "$(fake_py "s['calls'].get('StartInstances')")" = 1 ]
+	[ "$(fake_calls StartInstances)" = 1 ]
 	for n in 0 1 2 3; do
 		addr=$(sed -n 's/^address: //p' clusters/t1/nodes/$n/status)
 		[ "$addr" != "${before[n]}" ]
@@ -86,7 +86,7 @@ teardown() {
 
 	echo terminated >clusters/t1/state
 	wait_state t1 terminated
-	[ "$(fake_py "s['calls'].get('TerminateInstances')")" = 1 ]
+	[ "$(fake_calls TerminateInstances)" = 1 ]
 	[ "$(fake_count t1 terminated)" = 4 ]
 	nothing_left
 	[ ! -e "$key" ] && [ ! -e "$key.pub" ]
@@ -105,7 +105,7 @@ teardown() {
 	contract mw 2 ManagerWorkers
 	echo m1 >contracts/mw/deploy
 	wait_state m1 running
-	[ "$(fake_py "s['calls'].get('RunInstances')")" = 2 ]
+	[ "$(fake_calls RunInstances)" = 2 ]
 	[ "$(fake_py "sorted(i['tags']['cclfs:role'] for i in s['instances'])")" = "['manager', 'worker', 'worker']" ]
 	waddr=$(sed -n 's/^address: //p' clusters/m1/nodes/1/status)
 	echo 'echo $SSH_CONNECTION' >clusters/m1/nodes/1/exec
@@ -160,7 +160,8 @@ mpi_reach_all() {
 	ec2_setup
 	ec2_mount
 	contract c 2
-	fake_post /_fake/faults '[{"action": "RunInstances", "code": "RequestLimitExceeded", "status": 503, "count": 2},
+	# (Each fault of RunInstances skips the deploy's dry run.)
+	fake_post /_fake/faults '[{"action": "RunInstances", "code": "RequestLimitExceeded", "status": 503, "skip": 1, "count": 2},
 		{"action": "DescribeInstances", "code": "InternalError", "status": 500, "count": 2},
 		{"action": "CreatePlacementGroup", "code": "Unavailable", "status": 503, "count": 1},
 		{"action": "ImportKeyPair", "status": 502, "code": "", "count": 1}]'
@@ -175,10 +176,10 @@ mpi_reach_all() {
 	# A RunInstances whose answer comes too late is sent again with the
 	# same ClientToken: the fake launched once, the second call gets the
 	# same instances.
-	fake_post /_fake/faults '[{"action": "RunInstances", "delay_ms": 4000, "count": 1}]'
+	fake_post /_fake/faults '[{"action": "RunInstances", "delay_ms": 4000, "skip": 1, "count": 1}]'
 	echo r2 >contracts/c/deploy
 	wait_state r2 running
-	[ "$(fake_py "s['calls'].get('RunInstances')")" -ge 3 ]
+	[ "$(fake_calls RunInstances)" -ge 3 ]
 	[ "$(fake_py "max(s['launches_per_token'].values())")" = 1 ]
 	[ "$(fake_count r2 '')" = 2 ]
 
@@ -193,26 +194,214 @@ mpi_reach_all() {
 	nothing_left
 }
 
-@test "InsufficientInstanceCapacity fails the deploy and terminates what was launched" {
+@test "capacity: zones a and b exhausted, launched in c; the log has the three attempts and nothing of a and b is left" {
 	ec2_setup
 	ec2_mount
-	contract mw 3 ManagerWorkers
-	# The manager launches, the workers' RunInstances fails.
-	fake_post /_fake/faults '[{"action": "RunInstances", "code": "InsufficientInstanceCapacity", "status": 500, "skip": 1, "count": 1,
-		"message": "We currently do not have sufficient t3.micro capacity in the Availability Zone you requested."}]'
-	echo cap >contracts/mw/deploy
-	wait_state cap failed
-	grep -q 'InsufficientInstanceCapacity: We currently do not have sufficient t3.micro capacity' clusters/cap/error
-	grep -q 'everything launched for the cluster was terminated' clusters/cap/error
-	grep -q 'InsufficientInstanceCapacity' clusters/cap/log
-	[ "$(fake_count cap running)" = 0 ]
-	[ "$(fake_count cap terminated)" = 1 ]
-	# Not retried: capacity does not come back in a second.
-	[ "$(grep -c '^RunInstances 500 InsufficientInstanceCapacity' "$FAKE/requests.log")" = 1 ]
+	contract mw 2 ManagerWorkers
+	fake_post /_fake/settings '{"capacity": [{"zone": "us-east-1a"}, {"zone": "us-east-1b", "instance_type": "t3.micro", "market": "on-demand"}]}'
+	echo z1 >contracts/mw/deploy
+	wait_state z1 running
+	log=$(cat clusters/z1/log)
+	[[ "$log" == *"launch attempt 1 of 5: t3.micro in us-east-1a"* ]]
+	[[ "$log" == *"launch attempt 1 of 5 failed in us-east-1a: RunInstances: InsufficientInstanceCapacity"* ]]
+	[[ "$log" == *"launch attempt 2 of 5: t3.micro in us-east-1b"* ]]
+	[[ "$log" == *"launch attempt 3 of 5: t3.micro in us-east-1c"* ]]
+	[[ "$log" == *"launched in us-east-1c"* ]]
+	[[ "$log" != *"attempt 4"* ]]
+	# Every instance is in c; nothing was launched (so nothing is left)
+	# in a or b, whose capacity errors launch nothing.
+	[ "$(fake_py "sorted(set((i['zone'], i['state']) for i in s['instances']))")" = "[('us-east-1c', 'running')]" ]
+	[ "$(fake_count z1)" = 3 ]
+	[ "$(grep -c '^RunInstances 500 InsufficientInstanceCapacity' "$FAKE/requests.log")" = 2 ]
+	echo terminated >clusters/z1/state
+	wait_state z1 terminated
 	nothing_left
-	echo terminated >clusters/cap/state
-	wait_state cap terminated
-	rmdir clusters/cap
+}
+
+@test "capacity: a failure after the manager launched cleans the attempt up before the next zone; exhausted everywhere, the deploy fails with nothing left" {
+	ec2_setup
+	ec2_mount
+	contract mw 2 ManagerWorkers
+	# The manager (on demand) launches; the spot workers find no capacity
+	# in a, then in b.
+	echo 'manager=on-demand worker=spot' >contracts/mw/config/market
+	echo 2 >contracts/mw/config/failover
+	fake_post /_fake/settings '{"capacity": [{"market": "spot"}]}'
+	echo f1 >contracts/mw/deploy
+	wait_state f1 failed
+	grep -q 'There is no Spot capacity available that matches your request' clusters/f1/error
+	grep -q 'everything launched for the cluster was terminated' clusters/f1/error
+	log=$(cat clusters/f1/log)
+	[[ "$log" == *"launch attempt 1 of 2 failed in us-east-1a"* ]]
+	[[ "$log" == *"launch attempt 2 of 2: t3.micro in us-east-1b"* ]]
+	[[ "$log" != *"attempt 3"* ]]
+	# Each attempt's manager was terminated: the one of a before b began.
+	[ "$(fake_py "sorted((i['zone'], i['state'], i['tags']['cclfs:role']) for i in s['instances'])")" = "[('us-east-1a', 'terminated', 'manager'), ('us-east-1b', 'terminated', 'manager')]" ]
+	[ "$(fake_calls RunInstances)" = 4 ]
+	nothing_left
+	echo terminated >clusters/f1/state
+	wait_state f1 terminated
+	rmdir clusters/f1
+}
+
+# ami_of REGION PARAMETER: the AMI the fake's public SSM parameter holds.
+ami_of() {
+	python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import fake_ec2; print(fake_ec2.region_ami(sys.argv[2], sys.argv[3]))' \
+		"$(dirname "$FAKE_PY")" "$1" "$2"
+}
+
+@test "image: nothing but credentials launches al2023 for the type's architecture with its own group; an arm64 resolution gets the arm64 image; an alias names the distribution" {
+	ec2_setup 'imageid = ""'
+	ec2_mount
+	contract c 1
+	echo i1 >contracts/c/deploy
+	wait_state i1 running
+	want=$(ami_of us-east-1 /aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64)
+	[ "$(fake_py "[(i['image_id'], i['architecture']) for i in s['instances']]")" = "[('$want', 'x86_64')]" ]
+	[ "$(fake_calls GetParameter)" = 1 ]
+	[ "$(fake_sg_count)" = 1 ]
+	echo terminated >clusters/i1/state
+	wait_state i1 terminated
+	[ "$(fake_sg_count)" = 0 ]
+	nothing_left
+	# The cheapest arm64 type of at most 1 GiB: a Graviton, and its image.
+	mkdir contracts/a
+	echo ec2 >contracts/a/node_provider
+	echo arm64 >contracts/a/node_architecture
+	echo 'atmost 1G' >contracts/a/node_memory_size
+	echo cheapest >contracts/a/config/resolve_policy
+	touch contracts/a/resolve
+	type=$(cut -f3 contracts/a/resolution)
+	[[ "$type" == t4g.* ]]
+	echo i2 >contracts/a/deploy
+	wait_state i2 running
+	want=$(ami_of us-east-1 /aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-arm64)
+	[ "$(fake_py "[(i['image_id'], i['architecture'], i['instance_type']) for i in s['instances'] if i['state'] == 'running']")" = "[('$want', 'arm64', '$type')]" ]
+	echo terminated >clusters/i2/state
+	wait_state i2 terminated
+	# An alias: the distribution's image for the architecture.
+	echo ubuntu-24.04 >contracts/a/config/imageid
+	echo i3 >contracts/a/deploy
+	wait_state i3 running
+	want=$(ami_of us-east-1 /aws/service/canonical/ubuntu/server/24.04/stable/current/arm64/hvm/ebs-gp3/ami-id)
+	[ "$(fake_py "[i['image_id'] for i in s['instances'] if i['state'] == 'running']")" = "['$want']" ]
+	echo terminated >clusters/i3/state
+	wait_state i3 terminated
+	echo centos-7 >contracts/a/config/imageid
+	echo i4 >contracts/a/deploy
+	wait_state i4 failed
+	grep -q 'config/imageid: centos-7 is neither an AMI id (ami-...) nor an image alias (al2023, ubuntu-24.04, ubuntu-22.04, debian-12)' clusters/i4/error
+	nothing_left
+}
+
+@test "image: an AMI whose architecture is not the type's is refused at deploy, naming both; nothing is made" {
+	ec2_setup
+	ec2_mount
+	contract c 2
+	echo ami-0armimage >contracts/c/config/imageid
+	echo m1 >contracts/c/deploy
+	wait_state m1 failed
+	grep -q 'config/imageid: the image ami-0armimage is arm64 but the instance type t3.micro is x86_64; write an x86_64 image or an alias' clusters/m1/error
+	[ "$(fake_calls DescribeImages)" = 1 ]
+	[ "$(fake_py "sum(s['dry_runs'].values())")" = 0 ]
+	[ "$(fake_calls RunInstances)" = None ]
+	[ "$(fake_calls ImportKeyPair)" = None ]
+	nothing_left
+	[ "$(fake_sg_count)" = 0 ]
+	[ -z "$(ls "$STATE/keys")" ]
+}
+
+@test "preflight: a missing permission or a quota fails the deploy before anything is made, naming what is missing" {
+	ec2_setup
+	ec2_mount
+	contract c 2
+	for action in ImportKeyPair CreatePlacementGroup CreateSecurityGroup RunInstances; do
+		fake_post /_fake/settings "{\"deny\": [\"$action\"]}"
+		echo "p$action" >contracts/c/deploy
+		wait_state "p$action" failed
+		grep -q "preflight: the AWS credentials are not allowed ec2:$action, so nothing was created; grant it to them (.*is not authorized to perform: ec2:$action" "clusters/p$action/error"
+		[ "$(fake_py "s['dry_runs'].get('$action')")" -ge 1 ]
+	done
+	fake_post /_fake/settings '{"deny": []}'
+	fake_post /_fake/faults '[{"action": "RunInstances", "code": "VcpuLimitExceeded", "count": 1,
+		"message": "You have requested more vCPU capacity than your current vCPU limit of 0 allows."}]'
+	echo pq >contracts/c/deploy
+	wait_state pq failed
+	grep -q 'preflight: RunInstances would fail, so nothing was created: RunInstances: VcpuLimitExceeded: You have requested more vCPU' clusters/pq/error
+	for a in ImportKeyPair CreatePlacementGroup CreateSecurityGroup RunInstances AuthorizeSecurityGroupIngress; do
+		[ "$(fake_calls $a)" = None ]
+	done
+	nothing_left
+	[ "$(fake_sg_count)" = 0 ]
+	[ -z "$(ls "$STATE/keys")" ]
+	# Allowed again: the same contract deploys.
+	echo pok >contracts/c/deploy
+	wait_state pok running
+	echo terminated >clusters/pok/state
+	wait_state pok terminated
+	nothing_left
+}
+
+@test "spot: workers launched one-time; a reclaimed worker shows preempted, comes back with its rank and a new address, and node 0 reaches every node again" {
+	ec2_setup
+	ec2_mount
+	contract sp 3 PeerWorkersMPI
+	echo spot >contracts/sp/config/market
+	echo s1 >contracts/sp/deploy
+	wait_state s1 running
+	grep -q '^market: spot$' clusters/s1/info
+	[ "$(fake_py "sorted(set(i['market'] for i in s['instances']))")" = "['spot']" ]
+	before=$(sed -n 's/^address: //p' clusters/s1/nodes/1/status)
+	old=$(sed -n 's/^instance_id: //p' clusters/s1/nodes/1/status)
+	fake_post /_fake/reclaim "{\"instance_id\": \"$old\"}"
+	# Seen by the watch: preempted, then relaunched and set up again.
+	for _ in $(seq 1 600); do
+		grep -q "keys are set up again" clusters/s1/log && break
+		sleep 0.05
+	done
+	log=$(cat clusters/s1/log)
+	[[ "$log" == *"node 1 ($old) was preempted: ec2 took its spot instance back; it is relaunched"* ]]
+	[[ "$log" == *"node 1 relaunched as i-"* ]]
+	[[ "$log" == *"the hostfile, SSH and MPI keys are set up again on every node"* ]]
+	wait_state s1 running
+	# The node's copy of the hostfile follows too.
+	echo 'cat "$CCLFS_HOSTFILE"' >clusters/s1/nodes/2/exec
+	[ "$(cat clusters/s1/nodes/2/stdout)" = "$(cat clusters/s1/hostfile)" ]
+	after=$(sed -n 's/^address: //p' clusters/s1/nodes/1/status)
+	new=$(sed -n 's/^instance_id: //p' clusters/s1/nodes/1/status)
+	[ "$after" != "$before" ] && [ "$new" != "$old" ]
+	grep -q '^state: running$' clusters/s1/nodes/1/status
+	grep -q "^$after " clusters/s1/hostfile
+	! grep -q "^$before " clusters/s1/hostfile
+	[ "$(fake_py "sorted(i['state_reason_code'] for i in s['instances'] if i['id'] == '$old')")" = "['Server.SpotInstanceTermination']" ]
+	[ "$(fake_count s1 running)" = 3 ]
+	mpi_reach_all s1 1 2
+	echo terminated >clusters/s1/state
+	wait_state s1 terminated
+	nothing_left
+}
+
+@test "spot: with config/recover false a reclaimed node stays down and the cluster says it is degraded" {
+	ec2_setup
+	ec2_mount
+	contract sp 2
+	echo spot >contracts/sp/config/market
+	echo no >contracts/sp/config/recover
+	echo s2 >contracts/sp/deploy
+	wait_state s2 running
+	old=$(sed -n 's/^instance_id: //p' clusters/s2/nodes/0/status)
+	fake_post /_fake/reclaim "{\"instance_id\": \"$old\"}"
+	for _ in $(seq 1 400); do
+		[ "$(cat clusters/s2/state)" = "running (degraded: 1 node preempted)" ] && break
+		sleep 0.05
+	done
+	[ "$(cat clusters/s2/state)" = "running (degraded: 1 node preempted)" ]
+	grep -q '^state: preempted$' clusters/s2/nodes/0/status
+	grep -q 'config/recover is false: it stays down' clusters/s2/log
+	[ "$(fake_calls RunInstances)" = 1 ]
+	echo terminated >clusters/s2/state
+	wait_state s2 terminated
+	nothing_left
 }
 
 @test "a bad image and a forbidden call fail the deploy with AWS's message" {
@@ -367,7 +556,7 @@ sg_name() {
 	[ "$(fake_sg_rules "$name")" = "$(printf -- '-1 None self\ntcp 22 0.0.0.0/0')" ]
 	gid=$(fake_py "s['security_groups'][0]['id']")
 	[ "$(fake_py "sorted(set(tuple(i['security_group_ids']) for i in s['instances']))")" = "[('$gid',)]" ]
-	[ "$(fake_py "s['calls'].get('DescribeVpcs')")" = 1 ]
+	[ "$(fake_calls DescribeVpcs)" = 1 ]
 	# The group is in use for a while after the instances are gone, and
 	# EC2 may say so a few more times.
 	fake_post /_fake/settings '{"sg_release_ms": 300}'
@@ -375,7 +564,7 @@ sg_name() {
 	echo terminated >clusters/s1/state
 	wait_state s1 terminated
 	[ "$(fake_sg_count)" = 0 ]
-	[ "$(fake_py "s['calls'].get('DeleteSecurityGroup')")" -ge 4 ]
+	[ "$(fake_calls DeleteSecurityGroup)" -ge 4 ]
 	nothing_left
 }
 
@@ -388,8 +577,8 @@ sg_name() {
 	name=$(sg_name s2)
 	[ "$(fake_py "[(g['name'], g['vpc_id']) for g in s['security_groups']]")" = "[('$name', 'vpc-0cclfs')]" ]
 	[ "$(fake_sg_rules "$name")" = "$(printf -- '-1 None self\ntcp 22 203.0.113.0/24')" ]
-	[ "$(fake_py "s['calls'].get('DescribeSubnets')")" = 1 ]
-	[ "$(fake_py "s['calls'].get('DescribeVpcs')")" = None ]
+	[ "$(fake_calls DescribeSubnets)" = 1 ]
+	[ "$(fake_calls DescribeVpcs)" = None ]
 	echo terminated >clusters/s2/state
 	wait_state s2 terminated
 	[ "$(fake_sg_count)" = 0 ]
@@ -417,15 +606,16 @@ sg_name() {
 	# The first look at the state builds the fake's catalog (seconds): not
 	# while the answer below is late.
 	[ "$(fake_sg_count)" = 0 ]
-	# The group is made, its answer late: the daemon dies without its id.
-	fake_post /_fake/faults '[{"action": "CreateSecurityGroup", "delay_ms": 5000, "delay_after": true}]'
+	# The group is made (after its dry run), its answer late: the daemon
+	# dies without its id.
+	fake_post /_fake/faults '[{"action": "CreateSecurityGroup", "skip": 1, "delay_ms": 5000, "delay_after": true}]'
 	echo s4 >contracts/c/deploy
 	for _ in $(seq 1 200); do
 		[ "$(fake_sg_count)" = 1 ] && break
 		sleep 0.02
 	done
 	[ "$(fake_sg_count)" = 1 ]
-	[ "$(fake_py "s['calls'].get('RunInstances')")" = None ]
+	[ "$(fake_calls RunInstances)" = None ]
 	cd "$TESTDIR" && cclfs_crash && ec2_mount
 	for _ in $(seq 1 400); do
 		st=$(cat clusters/s4/state)
@@ -434,7 +624,7 @@ sg_name() {
 	done
 	[ "$st" = running ] || [ "$st" = failed ]
 	# Found again by its name, not made twice.
-	[ "$(fake_py "s['calls'].get('CreateSecurityGroup')")" = 1 ]
+	[ "$(fake_calls CreateSecurityGroup)" = 1 ]
 	echo terminated >clusters/s4/state
 	wait_state s4 terminated
 	[ "$(fake_sg_count)" = 0 ]

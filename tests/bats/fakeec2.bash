@@ -9,7 +9,7 @@ source "$BATS_TEST_DIRNAME/../sshd/testhosts.bash"
 FAKE_PY=$BATS_TEST_DIRNAME/../fakeec2/fake_ec2.py
 
 # cclfs.conf for an EC2 endpoint at $1 (also the Price List endpoint of a
-# catalog refresh); extra 'key = "value"' lines go to [ec2], in place of
+# catalog refresh and the SSM endpoint of image aliases); extra 'key = "value"' lines go to [ec2], in place of
 # the default of the same key (a key may appear once). Exports the
 # credentials the fake accepts.
 ec2_conf() {
@@ -21,11 +21,13 @@ ec2_conf() {
 	done
 	export AWS_ACCESS_KEY_ID=$AKID AWS_SECRET_ACCESS_KEY=$SECRET
 	unset AWS_SESSION_TOKEN AWS_PROFILE AWS_REGION AWS_DEFAULT_REGION \
-		AWS_ENDPOINT_URL AWS_ENDPOINT_URL_EC2 AWS_ENDPOINT_URL_PRICING
+		AWS_ENDPOINT_URL AWS_ENDPOINT_URL_EC2 AWS_ENDPOINT_URL_PRICING \
+		AWS_ENDPOINT_URL_SSM
 	{
 		echo '[ec2]'
 		for line in "endpoint_url = \"$url\"" \
-			"pricing_endpoint_url = \"$url\"" 'region = "us-east-1"' \
+			"pricing_endpoint_url = \"$url\"" "ssm_endpoint_url = \"$url\"" \
+			'region = "us-east-1"' \
 			'imageid = "ami-0cclfs"' 'user = "root"' \
 			'poll_interval = "0.05"' 'poll_max = "0.2"' \
 			'retry_backoff = "0.01"' 'retry_backoff_max = "0.05"' \
@@ -89,6 +91,11 @@ fake_py() {
 import json, sys, urllib.request
 s = json.load(urllib.request.urlopen(sys.argv[1] + "/_fake/state"))
 print(eval(sys.argv[2]))' "$FAKE_URL" "$1"
+}
+
+# The calls of ACTION that were not dry runs (None when there was none).
+fake_calls() {
+	fake_py "(s['calls'].get('$1', 0) - s['dry_runs'].get('$1', 0)) or None"
 }
 
 fake_post() { # path json

@@ -168,7 +168,8 @@ int main(void)
 	check_ok("config/market", "Manager=on-demand,  worker=SPOT",
 		 "manager=on-demand worker=spot");
 	check_ok("config/market", "worker=spot", "worker=spot");
-	check_bad("config/market", "cheap", -EINVAL, "\"cheap\" is not a market");
+	check_bad("config/market", "cheap", -EINVAL,
+		  "\"cheap\" is not a market");
 	check_bad("config/market", "spot worker=spot", -EINVAL, "per role");
 	check_bad("config/market", "spot on-demand", -EINVAL, "market");
 	check_bad("config/market", "boss=spot", -EINVAL, "market");
@@ -181,14 +182,13 @@ int main(void)
 	check_bad("config/failover", "0", -EINVAL, "");
 	check_ok("config/recover", "no", "false");
 	check_ok("config/zone", "us-east-1c", "us-east-1c");
-	CHECK(contract_field_at((size_t)contract_field_by_path(
-				       "config/market"))
+	CHECK(contract_field_at((size_t)contract_field_by_path("config/market"))
 		      ->to_provider);
-	CHECK(contract_field_at((size_t)contract_field_by_path(
-				       "config/imageid"))
+	CHECK(contract_field_at(
+		      (size_t)contract_field_by_path("config/imageid"))
 		      ->to_provider);
-	CHECK(!contract_field_at((size_t)contract_field_by_path(
-					"config/environment"))
+	CHECK(!contract_field_at(
+		       (size_t)contract_field_by_path("config/environment"))
 		       ->to_provider);
 
 	/* config/environment: NAME=VALUE lines, each refusal naming its

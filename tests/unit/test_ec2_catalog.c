@@ -982,16 +982,21 @@ static void test_regions(void)
 	}
 	node_in(&n, "c1", "eu-west-1");
 	rc = act(p, PROVIDER_CREATE, &n);
-	CHECK(rc != 0); /* the fake refuses ami-bad images */
+	CHECK(rc != 0); /* the fake has no ami-bad images */
 	CHECK(act(p, PROVIDER_DESCRIBE, &n) == 0);
 	CHECK(act(p, PROVIDER_TERMINATE, &n) == 0);
 	state = fake_control(&f, "GET", "/_fake/state", NULL);
-	CHECK(calls_in(state, "ImportKeyPair", "eu-west-1") == 1);
-	CHECK(calls_in(state, "CreatePlacementGroup", "eu-west-1") == 1);
-	CHECK(calls_in(state, "RunInstances", "eu-west-1") == 1);
+	/* The image is looked at in the node's region before anything is
+	 * made there. */
+	CHECK(calls_in(state, "DescribeInstanceTypes", "eu-west-1") == 1);
+	CHECK(calls_in(state, "DescribeImages", "eu-west-1") == 1);
+	CHECK(calls_in(state, "ImportKeyPair", "eu-west-1") == 0);
+	CHECK(calls_in(state, "CreatePlacementGroup", "eu-west-1") == 0);
+	CHECK(calls_in(state, "RunInstances", "eu-west-1") == 0);
 	CHECK(calls_in(state, "DescribeInstances", "eu-west-1") >= 2);
 	CHECK(calls_in(state, "DeleteKeyPair", "eu-west-1") >= 1);
 	CHECK(calls_in(state, "DescribeInstances", "us-east-1") == 0);
+	CHECK(calls_in(state, "DescribeImages", "us-east-1") == 0);
 	CHECK(calls_in(state, "RunInstances", "us-east-1") == 0);
 	cJSON_Delete(state);
 	/* Without the option nor a configured region: no call, a reason. */
