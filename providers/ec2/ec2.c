@@ -1083,6 +1083,23 @@ static int ec2_ctx_get(struct ec2_provider *ep, struct provider_batch *b,
 	return c->client ? 0 : -EACCES;
 }
 
+/* The codes of a create whose resource exists already. */
+static const char *const ec2_duplicate_codes[] = {
+	"InvalidKeyPair.Duplicate",
+	"InvalidPlacementGroup.Duplicate",
+	"InvalidGroup.Duplicate",
+};
+
+static bool ec2_made_before(const char *code)
+{
+	for (size_t i = 0;
+	     i < sizeof(ec2_duplicate_codes) / sizeof(ec2_duplicate_codes[0]);
+	     i++)
+		if (strcmp(code, ec2_duplicate_codes[i]) == 0)
+			return true;
+	return false;
+}
+
 /* A dry run of q (consumed): 0 when EC2 says the call would succeed
  * (DryRunOperation), else -errno with a sentence naming what is missing. */
 static int ec2_dry(struct ec2_ctx *c, struct ec2_query *q, char *err,
@@ -1094,7 +1111,10 @@ static int ec2_dry(struct ec2_ctx *c, struct ec2_query *q, char *err,
 	snprintf(action, sizeof(action), "%s", q->action);
 	ec2_query_add(q, "DryRun", "true");
 	rc = ec2_do(c, q, code, sizeof(code), why, sizeof(why));
-	if (rc == 0 || strcmp(code, "DryRunOperation") == 0)
+	/* Made before a crash (a deploy resumed): the real call will find
+	 * it, as it does after a lost answer. */
+	if (rc == 0 || strcmp(code, "DryRunOperation") == 0 ||
+	    ec2_made_before(code))
 		return 0;
 	if (rc == -ECANCELED)
 		snprintf(err, errlen, "%s", why);

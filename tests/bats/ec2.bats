@@ -539,6 +539,61 @@ crash_check() {
 	crash_check
 }
 
+@test "crash: the daemon killed at random points of a spot relaunch and of a zone failover leaks and duplicates nothing" {
+	ec2_setup
+	ec2_mount
+	contract c 2
+	echo spot >contracts/c/config/market
+	fake_post /_fake/settings '{"latency_ms": 20}'
+	echo r >contracts/c/deploy
+	wait_state r running
+	for i in $(seq 1 6); do
+		old=$(sed -n 's/^instance_id: //p' clusters/r/nodes/1/status)
+		fake_post /_fake/reclaim "{\"instance_id\": \"$old\"}"
+		delay=$(python3 -c "import random; print(round(random.uniform(0, 1.2), 3))")
+		sleep "$delay"
+		cd "$TESTDIR" && cclfs_crash && ec2_mount
+		# Relaunched once, whatever the crash interrupted.
+		for _ in $(seq 1 600); do
+			[ "$(cat clusters/r/state)" = running ] && grep -q '^state: running$' clusters/r/nodes/1/status &&
+				[ "$(sed -n 's/^instance_id: //p' clusters/r/nodes/1/status)" != "$old" ] && break
+			sleep 0.05
+		done
+		[ "$(sed -n 's/^instance_id: //p' clusters/r/nodes/1/status)" != "$old" ]
+		echo "# crash $i during a relaunch after ${delay}s" >&3
+		crash_check
+		[ "$(fake_py "len([i for i in s['instances'] if i['state'] not in ('terminated', 'shutting-down')])")" = 2 ]
+	done
+	echo terminated >clusters/r/state
+	wait_state r terminated
+	nothing_left
+	# A failover: zone a has no capacity; killed while it moves on.
+	echo on-demand >contracts/c/config/market
+	fake_post /_fake/settings '{"capacity": [{"zone": "us-east-1a"}]}'
+	for i in $(seq 1 4); do
+		h=z$i
+		echo $h >contracts/c/deploy
+		delay=$(python3 -c "import random; print(round(random.uniform(0, 0.8), 3))")
+		sleep "$delay"
+		cd "$TESTDIR" && cclfs_crash && ec2_mount
+		for _ in $(seq 1 400); do
+			st=$(cat clusters/$h/state)
+			[ "$st" = running ] || [ "$st" = failed ] && break
+			sleep 0.05
+		done
+		echo "# crash $i during a failover after ${delay}s: $st $(cat clusters/$h/error)" >&3
+		# Resumed at the mount: zone b has room.
+		[ "$st" = running ]
+		[ "$(fake_py "sorted(set(i['zone'] for i in s['instances'] if i['state'] == 'running'))")" = "['us-east-1b']" ]
+		crash_check
+		echo terminated >clusters/$h/state
+		wait_state $h terminated
+		[ "$(fake_count $h running)" = 0 ]
+	done
+	nothing_left
+	[ "$(fake_sg_count)" = 0 ]
+}
+
 # The cluster's group name: cclfs-HANDLE-TOKEN8.
 sg_name() {
 	echo "cclfs-$1-$(fake_py "[i['tags']['cclfs:token'][:8] for i in s['instances'] if i['tags']['cclfs:cluster'] == '$1'][0]")"
