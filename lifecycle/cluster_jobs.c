@@ -833,6 +833,18 @@ int cluster_request_state(struct model *m, struct cluster *c,
 		cluster_clear_error(m, c);
 		return 0;
 	}
+	/* One-time spot instances end when stopped: refused before the
+	 * cluster changes. */
+	if (op == CLUSTER_OP_STOP && cluster_has_spot(c) && c->nnodes &&
+	    provider_can(cluster_provider(m, &c->nodes[0]),
+			 PROVIDER_SPOT_NO_STOP)) {
+		snprintf(why, sizeof(why),
+			 "the cluster has spot nodes, which %s cannot stop; "
+			 "terminate it, or deploy it on-demand "
+			 "(config/market) to interrupt it",
+			 c->nodes[0].provider);
+		return cluster_fail(m, c, "state", -EBUSY, why);
+	}
 	rc = cluster_set_state(m, c, to, err, sizeof(err));
 	if (rc)
 		return cluster_fail(m, c, "state", rc, err);

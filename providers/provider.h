@@ -79,6 +79,7 @@ enum provider_caps {
 	PROVIDER_HAS_FILES = 1 << 3,	   /* nodes/N/files/ */
 	PROVIDER_HAS_CONNECTIONS = 1 << 4, /* reach: connection: in status */
 	PROVIDER_FINDS_STRAYS = 1 << 5,	   /* strays: resources of no cluster */
+	PROVIDER_SPOT_NO_STOP = 1 << 6,	   /* spot nodes cannot be stopped */
 };
 
 #define PROVIDER_MSG_MAX 512

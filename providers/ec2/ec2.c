@@ -1874,7 +1874,8 @@ static int ec2_catalog(struct provider *p,
 static const struct provider_ops ec2_ops = {
 	.caps = PROVIDER_CAN_STOP | PROVIDER_NEEDS_PREPARE |
 		PROVIDER_CREATES_WHOLE | PROVIDER_HAS_FILES |
-		PROVIDER_HAS_CONNECTIONS | PROVIDER_FINDS_STRAYS,
+		PROVIDER_HAS_CONNECTIONS | PROVIDER_FINDS_STRAYS |
+		PROVIDER_SPOT_NO_STOP,
 	.files = &remote_file_ops,
 	.act =
 		{

@@ -381,7 +381,7 @@ ami_of() {
 	nothing_left
 }
 
-@test "spot: with config/recover false a reclaimed node stays down and the cluster says it is degraded" {
+@test "spot: with config/recover false a reclaimed node stays down and the cluster says it is degraded; interrupt is refused" {
 	ec2_setup
 	ec2_mount
 	contract sp 2
@@ -399,6 +399,13 @@ ami_of() {
 	grep -q '^state: preempted$' clusters/s2/nodes/0/status
 	grep -q 'config/recover is false: it stays down' clusters/s2/log
 	[ "$(fake_calls RunInstances)" = 1 ]
+	# One-time spot instances cannot be stopped: refused, nothing changes.
+	run bash -c "echo interrupted >clusters/s2/state"
+	[ "$status" = 1 ]
+	[[ "$output" == *"Device or resource busy"* ]]
+	grep -q 'the cluster has spot nodes, which ec2 cannot stop; terminate it, or deploy it on-demand (config/market) to interrupt it' clusters/s2/error
+	[ "$(cat clusters/s2/state)" = "running (degraded: 1 node preempted)" ]
+	[ "$(fake_calls StopInstances)" = None ]
 	echo terminated >clusters/s2/state
 	wait_state s2 terminated
 	nothing_left
