@@ -183,6 +183,22 @@ int cluster_store_node(struct model *m, const struct cluster_node *n, char *err,
 	return store_node_put(m->store, &sn, err, errlen);
 }
 
+int cluster_store_all(struct model *m, const struct cluster *c, char *err,
+		      size_t errlen)
+{
+	int rc = store_begin(m->store, err, errlen);
+
+	if (!rc)
+		rc = cluster_store(m, c, err, errlen);
+	for (size_t i = 0; !rc && i < c->nnodes; i++)
+		rc = cluster_store_node(m, &c->nodes[i], err, errlen);
+	if (!rc)
+		rc = store_commit(m->store, err, errlen);
+	if (rc)
+		store_rollback(m->store);
+	return rc;
+}
+
 /* Record why an operation on relpath of cluster c failed. */
 int cluster_fail(struct model *m, struct cluster *c, const char *relpath,
 		 int rc, const char *why)

@@ -5,6 +5,7 @@
 
 #include "lifecycle/cluster_jobs.h"
 #include "lifecycle/cluster_priv.h"
+#include "lifecycle/cluster_resolution.h"
 #include "lifecycle/model_priv.h"
 #include "lifecycle/store.h"
 #include "providers/provider.h"
@@ -175,35 +176,6 @@ int cluster_contract_busy(struct model *m, const char *contract, char *why,
 	return 0;
 }
 
-/* A role's line of a resolution: "ROLE\tPROVIDER\tTYPE\tPRICE\tREGION\t
- * ZONES" (a resolution stored before regions has the first four: no
- * region). */
-static int cluster_role(const char *resolution, const char *role,
-			char provider[16], char type[64], double *price,
-			char region[64])
-{
-	const char *line = resolution;
-	size_t n = strlen(role);
-
-	for (; line && *line;
-	     line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
-		char p[16], t[64], pr[32], r[64] = "-";
-
-		if (strncmp(line, role, n) != 0 || line[n] != '\t')
-			continue;
-		if (sscanf(line + n + 1,
-			   "%15[^\t]\t%63[^\t]\t%31[^\t\n]\t%63[^\t\n]", p, t,
-			   pr, r) < 3)
-			return -1;
-		memcpy(provider, p, sizeof(p));
-		memcpy(type, t, sizeof(t));
-		*price = strcmp(pr, "unknown") == 0 ? NAN : strtod(pr, NULL);
-		snprintf(region, 64, "%s", strcmp(r, "-") == 0 ? "" : r);
-		return 0;
-	}
-	return -1;
-}
-
 static void cluster_new_handle(struct model *m, char *out)
 {
 	static const char letters[] =
@@ -252,8 +224,8 @@ int cluster_deploy(struct model *m, const struct cluster_request *req,
 	for (size_t r = 0; r < roles; r++) {
 		const char *role = mw ? (r ? "worker" : "manager") : "node";
 
-		if (cluster_role(req->resolution, role, provider[r], type[r],
-				 &price[r], region[r])) {
+		if (cluster_resolution_role(req->resolution, role, provider[r],
+					    type[r], &price[r], region[r])) {
 			snprintf(why, whylen,
 				 "the resolution has no line for the %s role; "
 				 "resolve again",
@@ -355,19 +327,12 @@ int cluster_deploy(struct model *m, const struct cluster_request *req,
 	}
 	/* The intent is durable before anything is created; a store that
 	 * cannot keep it gives its errno (ENOSPC, EROFS) to the deploy. */
-	rc = store_begin(m->store, err, sizeof(err));
-	if (!rc)
-		rc = cluster_store(m, c, err, sizeof(err));
-	for (size_t i = 0; !rc && i < c->nnodes; i++)
-		rc = cluster_store_node(m, &c->nodes[i], err, sizeof(err));
-	if (!rc)
-		rc = store_commit(m->store, err, sizeof(err));
+	rc = cluster_store_all(m, c, err, sizeof(err));
 	if (!rc && cluster_insert(m, c)) {
 		snprintf(err, sizeof(err), "out of memory");
 		rc = -ENOMEM;
 	}
 	if (rc) {
-		store_rollback(m->store);
 		cluster_free(c);
 		snprintf(why, whylen, "could not record the cluster: %s", err);
 		return rc < 0 ? rc : -EIO;

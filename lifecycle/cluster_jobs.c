@@ -7,6 +7,7 @@
 
 #include "lifecycle/cluster_hostfile.h"
 #include "lifecycle/cluster_priv.h"
+#include "lifecycle/cluster_resolution.h"
 #include "lifecycle/jobs.h"
 #include "lifecycle/store.h"
 #include "providers/cancel.h"
@@ -333,6 +334,13 @@ static int cluster_job_step(struct model *m, const char *handle,
 	if (done > 0 && c->state == during) {
 		c->done += done; /* a terminate's count is its own */
 		cluster_notify(m, c, "state");
+	}
+	/* No capacity where the provider looked (and nothing of it left):
+	 * the next candidate of a cheapest contract, if any. */
+	if (rc == -ENOSPC && a == PROVIDER_CREATE && c->state == during &&
+	    cluster_failover(m, c, cb.b.err) == 0) {
+		cluster_batch_free(&cb);
+		return 1;
 	}
 	if (rc && rc != -ECANCELED && c->state == during)
 		cluster_job_failed(m, c, what, cb.b.err);

@@ -104,6 +104,10 @@ int cluster_store(struct model *m, const struct cluster *c, char *err,
 		  size_t errlen);
 int cluster_store_node(struct model *m, const struct cluster_node *n, char *err,
 		       size_t errlen);
+/* The cluster and every node of it, in one transaction (rolled back on
+ * failure). */
+int cluster_store_all(struct model *m, const struct cluster *c, char *err,
+		      size_t errlen);
 /* Record why an operation on relpath failed; returns rc. */
 int cluster_fail(struct model *m, struct cluster *c, const char *relpath,
 		 int rc, const char *why);

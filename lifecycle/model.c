@@ -47,6 +47,9 @@ static int model_fail_path(struct model *m, struct model_contract *c,
 			   const char *relpath, int rc, const char *why);
 static const char *model_contract_config(const struct model *m,
 					 const char *contract, const char *key);
+static int model_contract_next(struct model *m, const char *contract,
+			       const char *tried, char **text, char *why,
+			       size_t whylen);
 
 static void model_notify(struct model *m, const struct model_contract *c,
 			 const char *file)
@@ -558,6 +561,7 @@ struct model *model_open(const struct model_options *opt, char *err,
 	m->config = opt->config;
 	m->registry = opt->providers ? opt->providers : provider_registry;
 	m->contract_config = model_contract_config;
+	m->contract_next = model_contract_next;
 	m->verbose = opt->verbose;
 	m->changed = opt->changed;
 	m->changed_ctx = opt->changed_ctx;
@@ -1005,6 +1009,44 @@ static int model_resolve(struct model *m, struct model_contract *c, size_t f,
 	c->values[f].mtime_ns = now;
 	model_clear_error(m, c, now);
 	model_log(m, "contracts", "contracts/%s resolved", c->name);
+	return 0;
+}
+
+/* The next candidate of a cluster that found no capacity: the contract
+ * resolved without the offers tried, kept as its resolution (what was
+ * launched is what it says). */
+static int model_contract_next(struct model *m, const char *contract,
+			       const char *tried, char **text, char *why,
+			       size_t whylen)
+{
+	struct model_contract *c = model_find(m, contract);
+	int res = contract_field_find(CONTRACT_DIR_TOP, "resolution");
+	int64_t now = model_now();
+	char err[MODEL_ERR_MAX];
+	char *copy;
+	int rc;
+
+	if (!c) {
+		snprintf(why, whylen, "contracts/%s is gone", contract);
+		return -ENOENT;
+	}
+	rc = resolution_run_except(m->resolution, model_value_cb, c, tried,
+				   text, why, whylen);
+	if (rc)
+		return rc;
+	copy = strdup(*text);
+	if (!copy || (rc = store_value_put(m->store, c->name, "resolution",
+					   *text, now, err, sizeof(err)))) {
+		free(copy);
+		free(*text);
+		*text = NULL;
+		snprintf(why, whylen, "%s", copy ? err : "out of memory");
+		return rc ? rc : -ENOMEM;
+	}
+	free(c->values[res].text);
+	c->values[res].text = copy;
+	c->values[res].mtime_ns = now;
+	model_notify(m, c, "resolution");
 	return 0;
 }
 

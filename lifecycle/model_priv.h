@@ -49,6 +49,13 @@ struct model {
 	 * contract's configuration without depending on it. */
 	const char *(*contract_config)(const struct model *m,
 				       const char *contract, const char *key);
+	/* The contract resolved again without the offers of `tried`
+	 * ("PROVIDER<TAB>TYPE<TAB>REGION" lines), stored as its resolution
+	 * (model locked): 0 with the text in *text (free it), or -errno and
+	 * why. Set by model.c, for a cluster's failover. */
+	int (*contract_next)(struct model *m, const char *contract,
+			     const char *tried, char **text, char *why,
+			     size_t whylen);
 };
 
 int64_t model_now(void);

@@ -835,8 +835,46 @@ static double resolution_node_count(resolution_value_fn value, void *ctx)
 	return n >= 1 ? n : 1;
 }
 
+/* Whether "PROVIDER<TAB>TYPE<TAB>REGION" is a line of `except`. */
+static bool resolution_excepted(const char *except,
+				const struct resolution_hit *h)
+{
+	char key[256];
+	size_t n;
+
+	if (!except || !h->o)
+		return false;
+	n = (size_t)snprintf(key, sizeof(key), "%s\t%s\t%s", h->t->provider,
+			     h->t->name, h->o->region);
+	for (const char *p = except; (p = strstr(p, key)); p += n)
+		if ((p == except || p[-1] == '\n') &&
+		    (p[n] == '\n' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
+/* Leave the offers of `except` out of a role's hits. */
+static void resolution_except(struct resolution_hits *hits, const char *except)
+{
+	size_t k = 0;
+
+	if (!except)
+		return;
+	for (size_t i = 0; i < hits->n; i++)
+		if (!resolution_excepted(except, &hits->v[i]))
+			hits->v[k++] = hits->v[i];
+	hits->n = k;
+}
+
 int resolution_run(struct resolution_env *env, resolution_value_fn value,
 		   void *ctx, char **text, char *why, size_t whylen)
+{
+	return resolution_run_except(env, value, ctx, NULL, text, why, whylen);
+}
+
+int resolution_run_except(struct resolution_env *env, resolution_value_fn value,
+			  void *ctx, const char *except, char **text, char *why,
+			  size_t whylen)
 {
 	const char *type = value(
 		ctx, contract_field_find(CONTRACT_DIR_TOP, "cluster_type"));
@@ -869,6 +907,8 @@ int resolution_run(struct resolution_env *env, resolution_value_fn value,
 				   resolution_spot(value, ctx, roles[r].name),
 				   &roles[r].hits))
 			rc = -ENOMEM;
+		if (!rc)
+			resolution_except(&roles[r].hits, except);
 		if (!rc &&
 		    resolution_index(&roles[r], catalog_region_count(cat)))
 			rc = -ENOMEM;
@@ -981,7 +1021,8 @@ static int resolution_candidate_line(const struct resolution_env *env,
 	resolver_feature_text(env->types, (size_t)mem, t, m, sizeof(m));
 	resolver_feature_text(env->types, (size_t)accm, t, am, sizeof(am));
 	resolver_feature_text(env->types, (size_t)arch, t, ar, sizeof(ar));
-	resolution_price_text(resolution_hit_price(h), p, sizeof(p));
+	/* Both prices, whatever the market (which orders the lines). */
+	resolution_price_text(h->o ? h->o->price : h->t->price, p, sizeof(p));
 	resolution_price_text(h->o ? h->o->spot : NAN, sp, sizeof(sp));
 	if (isnan(t->number[acc]) || t->number[acc] == 0)
 		snprintf(accs, sizeof(accs), "-");

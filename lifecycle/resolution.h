@@ -55,6 +55,13 @@ int resolution_check_name(const struct resolution_env *env, int field,
 int resolution_run(struct resolution_env *env, resolution_value_fn value,
 		   void *ctx, char **text, char *why, size_t whylen);
 
+/* The same, leaving out the offers of `except` ("PROVIDER<TAB>TYPE<TAB>
+ * REGION" lines, NULL: none): the next candidate after those that were
+ * tried. */
+int resolution_run_except(struct resolution_env *env, resolution_value_fn value,
+			  void *ctx, const char *except, char **text, char *why,
+			  size_t whylen);
+
 /* The content of `candidates`, malloc'd (NULL when out of memory). */
 char *resolution_candidates(struct resolution_env *env,
 			    resolution_value_fn value, void *ctx);

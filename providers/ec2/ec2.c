@@ -1428,7 +1428,8 @@ static int ec2_launches(struct ec2_provider *ep, struct ec2_ctx *c,
  * is said in the cluster's log. */
 static int ec2_launch_all(struct ec2_provider *ep, struct ec2_ctx *c,
 			  const struct ec2_names *nm, struct provider_batch *b,
-			  struct ec2_launch *la, size_t nla, bool *launched)
+			  struct ec2_launch *la, size_t nla, bool *launched,
+			  bool *no_capacity)
 {
 	char *err = b->err, note[EC2_ERR_MAX];
 	size_t errlen = sizeof(b->err), tries;
@@ -1455,6 +1456,7 @@ static int ec2_launch_all(struct ec2_provider *ep, struct ec2_ctx *c,
 			rc = ec2_run_role(c, nm, &la[i], code, sizeof(code),
 					  err, errlen);
 		}
+		*no_capacity = rc && ec2_capacity_code(code);
 		if (rc == 0 || !ec2_capacity_code(code) || t + 1 == tries)
 			break;
 		ec2_say(b, "launch attempt %zu of %zu failed in %s: %s", t + 1,
@@ -1477,7 +1479,7 @@ static int ec2_create(struct provider *p, struct provider_batch *b)
 	struct ec2_launch la[2];
 	struct ec2_names nm;
 	struct ec2_ctx c = {0};
-	bool launched = false, made = false;
+	bool launched = false, made = false, no_capacity = false;
 	/* A relaunch: the ids of the instances the cloud took back. */
 	char(*old)[PROVIDER_ID_MAX + 1] = NULL;
 	int rc = 0;
@@ -1531,7 +1533,8 @@ static int ec2_create(struct provider *p, struct provider_batch *b)
 	if (rc == 0)
 		rc = ec2_sg_create(&c, &nm, err, errlen);
 	if (rc == 0)
-		rc = ec2_launch_all(ep, &c, &nm, b, la, nla, &launched);
+		rc = ec2_launch_all(ep, &c, &nm, b, la, nla, &launched,
+				    &no_capacity);
 	if (rc == 0)
 		rc = ec2_wait(ep, &c, &nm, nodes, n, "running", err, errlen);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -1583,6 +1586,9 @@ static int ec2_create(struct provider *p, struct provider_batch *b)
 				 "%.900s; everything launched for the cluster "
 				 "was terminated",
 				 why);
+		/* Nothing is left: the lifecycle may try elsewhere. */
+		if (drc == 0 && no_capacity)
+			rc = -ENOSPC;
 		for (size_t i = 0; i < n; i++) {
 			remote_forget(p->remote, nodes[i].handle,
 				      nodes[i].rank);

@@ -244,6 +244,39 @@ mpi_reach_all() {
 	rmdir clusters/f1
 }
 
+@test "capacity: with cheapest, no capacity for the cheapest type in any zone moves the deploy to the next candidate; resolution and info show what was launched" {
+	ec2_setup
+	ec2_mount
+	mkdir contracts/ch
+	echo ec2 >contracts/ch/node_provider
+	echo EC2Type_T3 >contracts/ch/node_machinetype
+	echo 2 >contracts/ch/node_count
+	echo cheapest >contracts/ch/config/resolve_policy
+	echo 2 >contracts/ch/config/failover
+	touch contracts/ch/resolve
+	[ "$(cut -f3 contracts/ch/resolution)" = t3a.nano ]
+	fake_post /_fake/settings '{"capacity": [{"instance_type": "t3a.nano"}]}'
+	echo n1 >contracts/ch/deploy
+	wait_state n1 running
+	log=$(cat clusters/n1/log)
+	[[ "$log" == *"launch attempt 2 of 2: t3a.nano in us-east-1b"* ]]
+	[[ "$log" == *"no capacity for ec2 t3a.nano in us-east-1 ("*"); moving to the next candidate (1 of 3): t3.nano in us-east-1 at 0.0052 USD/hour"* ]]
+	[ "$(cut -f3,4,5 contracts/ch/resolution)" = "$(printf 't3.nano\t0.0052\tus-east-1')" ]
+	grep -q '^nodes: ec2 t3.nano$' clusters/n1/info
+	grep -q '^price_per_hour: 0.0104$' clusters/n1/info
+	[ "$(fake_py "sorted(set((i['instance_type'], i['state']) for i in s['instances']))")" = "[('t3.nano', 'running')]" ]
+	echo terminated >clusters/n1/state
+	wait_state n1 terminated
+	nothing_left
+	# Without cheapest, no other candidate is tried.
+	echo unique >contracts/ch/config/resolve_policy
+	echo t3a.nano >contracts/ch/node_machinetype
+	echo n2 >contracts/ch/deploy
+	wait_state n2 failed
+	! grep -q 'next candidate' clusters/n2/log
+	nothing_left
+}
+
 # ami_of REGION PARAMETER: the AMI the fake's public SSM parameter holds.
 ami_of() {
 	python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import fake_ec2; print(fake_ec2.region_ami(sys.argv[2], sys.argv[3]))' \

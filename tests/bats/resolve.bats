@@ -640,8 +640,10 @@ resolve_ok() {
 	expect_eq "$(stat -c %s "$C/resolution")" 0 "resolution after the market changed"
 	resolve_ok
 	expect_eq "$(cat "$C/resolution")" "$(csv_resolution node gcp n2-standard-8 "$sp" spot)" "spot"
-	# candidates: the spot price orders them.
+	# candidates: the spot price orders them; both prices are shown.
 	expect_eq "$(sed -n 2p "$C/candidates" | cut -f3)" "$sp" "first candidate's region"
+	expect_eq "$(sed -n 2p "$C/candidates" | cut -f9,10)" \
+		"$(csv_offer gcp n2-standard-8 "$sp" price_usd_hour)	$(csv_offer gcp n2-standard-8 "$sp" spot_price_usd_hour)" "first candidate's prices"
 	# Per role: the nodes of PeerWorkers are workers.
 	echo 'manager=spot worker=on-demand' >"$C/config/market"
 	resolve_ok
