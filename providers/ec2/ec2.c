@@ -2000,6 +2000,79 @@ ec2_strays(struct provider *p,
 	return rc;
 }
 
+/* The security groups cclfs tagged in a region, reported like instances
+ * when they belong to no cluster. */
+struct ec2_sg_strays {
+	const char *region;
+	int (*known)(void *ctx, const char *handle, const char *token);
+	void (*report)(void *ctx, const char *sentence);
+	void *ctx;
+};
+
+static int ec2_sg_stray_item(const xmlNode *item, void *ctx)
+{
+	struct ec2_sg_strays *s = ctx;
+	const xmlNode *set = ec2_xml_child(item, "tagSet");
+	char id[64], name[256], cluster[80] = "", token[48] = "", line[768];
+
+	for (const xmlNode *t = set ? set->children : NULL; t; t = t->next) {
+		char key[64];
+
+		if (!ec2_xml_is(t, "item"))
+			continue;
+		ec2_xml_text(t, "key", key, sizeof(key));
+		if (strcmp(key, EC2_TAG_CLUSTER) == 0)
+			ec2_xml_text(t, "value", cluster, sizeof(cluster));
+		else if (strcmp(key, EC2_TAG_TOKEN) == 0)
+			ec2_xml_text(t, "value", token, sizeof(token));
+	}
+	if (!*cluster || s->known(s->ctx, cluster, token))
+		return 0;
+	ec2_xml_text(item, "groupId", id, sizeof(id));
+	ec2_xml_text(item, "groupName", name, sizeof(name));
+	snprintf(line, sizeof(line),
+		 "security group %s (%s, %s) is tagged cclfs:cluster=%s (token "
+		 "%s) but belongs to no cluster of this state directory; it "
+		 "was left alone",
+		 id, name, s->region, cluster, token);
+	s->report(s->ctx, line);
+	return 0;
+}
+
+static int ec2_sg_strays(struct ec2_ctx *c, struct ec2_sg_strays *s, char *err,
+			 size_t errlen)
+{
+	char next[1024] = "";
+
+	do {
+		char code[EC2_CODE_MAX], *body = NULL;
+		struct ec2_query q;
+		size_t len = 0;
+		int rc;
+
+		ec2_query_init(&q, "DescribeSecurityGroups");
+		ec2_query_add(&q, "Filter.1.Name", "tag-key");
+		ec2_query_add(&q, "Filter.1.Value.1", EC2_TAG_CLUSTER);
+		if (*next)
+			ec2_query_add(&q, "NextToken", next);
+		rc = ec2_call(c->client, &q, c->cancel, &body, &len, code,
+			      sizeof(code), err, errlen);
+		ec2_query_free(&q);
+		if (rc == 0 &&
+		    ec2_xml_items(body, len, "securityGroupInfo",
+				  ec2_sg_stray_item, s, next, sizeof(next))) {
+			snprintf(err, errlen,
+				 "DescribeSecurityGroups: the response does "
+				 "not parse");
+			rc = -EIO;
+		}
+		free(body);
+		if (rc)
+			return rc;
+	} while (*next);
+	return 0;
+}
+
 static int
 ec2_strays_in(struct ec2_provider *ep, const char *region,
 	      int (*known)(void *ctx, const char *handle, const char *token),
@@ -2040,6 +2113,11 @@ ec2_strays_in(struct ec2_provider *ep, const char *region,
 		report(ctx, line);
 	}
 	ec2_instances_free(&l);
+	if (rc == 0) {
+		struct ec2_sg_strays s = {region, known, report, ctx};
+
+		rc = ec2_sg_strays(&c, &s, err, errlen);
+	}
 	return rc;
 }
 

@@ -499,7 +499,7 @@ ami_of() {
 	unset AWS_PROFILE
 }
 
-@test "instances tagged with a cluster this state directory does not know are reported, not touched" {
+@test "instances and security groups tagged with a cluster this state directory does not know are reported, not touched" {
 	ec2_setup
 	ec2_mount
 	contract c 1
@@ -514,6 +514,9 @@ ami_of() {
 		sleep 0.05
 	done
 	grep -q "ec2: instance i-[0-9a-f]* (running, us-east-1) is tagged cclfs:cluster=mine (token [0-9a-f]*) but belongs to no cluster of this state directory; it was left alone" "$TESTDIR/daemon.log"
+	# Its security group too.
+	grep -q "ec2: security group sg-[0-9a-f]* (cclfs-mine-[0-9a-f]*, us-east-1) is tagged cclfs:cluster=mine (token [0-9a-f]*) but belongs to no cluster of this state directory; it was left alone" "$TESTDIR/daemon.log"
+	[ "$(fake_sg_count)" = 1 ]
 	[ "$(fake_count mine running)" = 1 ]
 	[ "$(fake_py "s['calls'].get('TerminateInstances', 0) + s['calls'].get('StopInstances', 0)")" = 0 ]
 	cd "$TESTDIR" && cclfs_unmount

@@ -39,7 +39,8 @@ each region's own; a region that is not enabled (--regions) answers OptInRequire
 
 VPCs: every region has the default VPC vpc-0default and vpc-0cclfs, the VPC of the one
 subnet the fake knows, subnet-0cclfs. Security groups are each region's own; sg-0cclfs
-(in vpc-0cclfs) exists from the start, as one the user made. DeleteSecurityGroup answers
+(in vpc-0cclfs) exists from the start, as one the user made. DescribeSecurityGroups
+filters by group-name, group-id, vpc-id, tag:KEY and tag-key. DeleteSecurityGroup answers
 DependencyViolation while an instance that is not terminated uses the group, and for
 sg_release_ms after the last one turned terminated; RunInstances answers
 InvalidGroup.NotFound for a SecurityGroupId.N that does not exist. The state's
@@ -1725,6 +1726,8 @@ class FakeEC2:
         if name.startswith('tag:'):
             got = g['tags'].get(name[4:])
             return got is not None and any(wildcard_match(v, got) for v in values)
+        if name == 'tag-key':
+            return any(wildcard_match(v, k) for v in values for k in g['tags'])
         field = {'group-name': g['name'], 'group-id': g['id'], 'vpc-id': g['vpc_id']}[name]
         return any(wildcard_match(v, field) for v in values)
 
@@ -1733,7 +1736,8 @@ class FakeEC2:
         filters = [(f.get('Name', ''), indexed(f, 'Value'))
                    for f in indexed_groups(params, 'Filter')]
         for name, _ in filters:
-            if name not in ('group-name', 'group-id', 'vpc-id') and not name.startswith('tag:'):
+            if name not in ('group-name', 'group-id', 'vpc-id', 'tag-key') and \
+                    not name.startswith('tag:'):
                 raise ApiError(400, 'InvalidParameterValue',
                                "The filter '%s' is invalid" % name)
         with self.lock:
