@@ -3,6 +3,7 @@
  * settings search (environment and profile files), and key pairs. */
 #include "check.h"
 #include "providers/ec2/aws_config.h"
+#include "providers/ec2/ec2_image.h"
 #include "providers/ec2/ec2_query.h"
 #include "providers/ec2/ec2_xml.h"
 #include "providers/sshkey.h"
@@ -88,8 +89,13 @@ static const char describe_xml[] =
 	"<ipAddress>3.3.3.3</ipAddress></item>"
 	"</instancesSet></item>"
 	"<item><reservationId>r-2</reservationId><instancesSet>"
-	"<item><instanceId>i-2</instanceId><instanceState><code>80</code>"
-	"<name>stopped</name></instanceState></item>"
+	"<item><instanceId>i-2</instanceId><instanceState><code>48</code>"
+	"<name>terminated</name></instanceState>"
+	"<placement><availabilityZone>us-east-1c</availabilityZone>"
+	"</placement><instanceLifecycle>spot</instanceLifecycle>"
+	"<stateReason><code>Server.SpotInstanceTermination</code><message>"
+	"Server.SpotInstanceTermination: Spot instance termination</message>"
+	"</stateReason></item>"
 	"</instancesSet></item></reservationSet>"
 	"<nextToken>page2</nextToken></DescribeInstancesResponse>";
 
@@ -136,8 +142,15 @@ static void test_xml(void)
 		CHECK(strcmp(l.v[0].state, "running") == 0);
 		CHECK(strcmp(l.v[0].public_ip, "3.3.3.3") == 0);
 		CHECK(strcmp(l.v[1].id, "i-2") == 0 &&
-		      strcmp(l.v[1].state, "stopped") == 0);
+		      strcmp(l.v[1].state, "terminated") == 0);
 		CHECK(l.v[1].launch_index == -1);
+		/* Where it ran, its market, and why it ended. */
+		CHECK(*l.v[0].zone == '\0' && *l.v[0].lifecycle == '\0' &&
+		      *l.v[0].reason == '\0');
+		CHECK(strcmp(l.v[1].zone, "us-east-1c") == 0);
+		CHECK(strcmp(l.v[1].lifecycle, "spot") == 0);
+		CHECK(strcmp(l.v[1].reason, "Server.SpotInstanceTermination") ==
+		      0);
 	}
 	/* Appending: a second page adds to the first. */
 	CHECK(ec2_xml_instances(stop_xml, strlen(stop_xml), &l, NULL, 0) == 0);
@@ -178,7 +191,7 @@ static void clear_env(void)
 		"AWS_DEFAULT_PROFILE",	"AWS_REGION",
 		"AWS_DEFAULT_REGION",	"AWS_ENDPOINT_URL",
 		"AWS_ENDPOINT_URL_EC2", "AWS_SHARED_CREDENTIALS_FILE",
-		"AWS_CONFIG_FILE",
+		"AWS_CONFIG_FILE",	"AWS_ENDPOINT_URL_SSM",
 	};
 
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
@@ -223,6 +236,26 @@ static void test_aws_config(void)
 	CHECK(strstr(c.source, "environment") != NULL);
 	CHECK(aws_config_load(&d, &c, err, sizeof(err)) == 0);
 	CHECK(strcmp(c.endpoint, "https://ec2.us-west-2.amazonaws.com") == 0);
+	/* SSM: the region's own endpoint, following the region asked for. */
+	CHECK(strcmp(c.ssm_endpoint, "https://ssm.us-west-2.amazonaws.com") ==
+	      0);
+	CHECK(!c.ssm_endpoint_given);
+	{
+		struct aws_config r;
+
+		aws_config_in_region(&c, "eu-north-1", &r);
+		CHECK(strcmp(r.ssm_endpoint,
+			     "https://ssm.eu-north-1.amazonaws.com") == 0);
+		aws_config_clear(&r);
+		setenv("AWS_ENDPOINT_URL_SSM", "http://ssm:4", 1);
+		CHECK(aws_config_load(&d, &c, err, sizeof(err)) == 0);
+		CHECK(c.ssm_endpoint_given &&
+		      strcmp(c.ssm_endpoint, "http://ssm:4") == 0);
+		aws_config_in_region(&c, "eu-north-1", &r);
+		CHECK(strcmp(r.ssm_endpoint, "http://ssm:4") == 0);
+		aws_config_clear(&r);
+		unsetenv("AWS_ENDPOINT_URL_SSM");
+	}
 	setenv("AWS_REGION", "cn-north-1", 1);
 	CHECK(aws_config_load(&d, &c, err, sizeof(err)) == 0);
 	CHECK(strcmp(c.region, "cn-north-1") == 0);
@@ -335,6 +368,20 @@ static void test_keys(void)
 	CHECK(access(cmd, F_OK) != 0);
 }
 
+/* The login of an image: its alias's distribution, else ec2-user. */
+static void test_image(void)
+{
+	CHECK(strcmp(ec2_image_user(""), "ec2-user") == 0); /* al2023 */
+	CHECK(strcmp(ec2_image_user("al2023"), "ec2-user") == 0);
+	CHECK(strcmp(ec2_image_user("ubuntu-24.04"), "ubuntu") == 0);
+	CHECK(strcmp(ec2_image_user("ubuntu-22.04"), "ubuntu") == 0);
+	CHECK(strcmp(ec2_image_user("debian-12"), "admin") == 0);
+	CHECK(strcmp(ec2_image_user("ami-0123456789abcdef0"), "ec2-user") == 0);
+	CHECK(ec2_image_is_alias("debian-12"));
+	CHECK(ec2_image_is_alias("centos-7"));
+	CHECK(!ec2_image_is_alias("ami-0abc"));
+}
+
 int main(void)
 {
 	char cmd[128];
@@ -345,6 +392,7 @@ int main(void)
 	test_query();
 	test_retryable();
 	test_xml();
+	test_image();
 	test_aws_config();
 	test_keys();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
