@@ -22,6 +22,25 @@ ec2_setup() {
 
 teardown() {
 	fakeec2_teardown
+	if [ -n "${MPIBIN:-}" ]; then
+		rm -rf "$MPIBIN"
+	fi
+}
+
+# The MPI ring of tests/mpi, built where every instance sees it (one
+# filesystem); its expected lines for N ranks.
+ring_build() {
+	MPIBIN=$(mktemp -d "${TMPDIR:-/tmp}/cclfs-mpi.XXXXXX")
+	mpicc -Wall -Wextra -Werror -o "$MPIBIN/ring" "$BATS_TEST_DIRNAME/../mpi/ring.c"
+	chmod 755 "$MPIBIN"
+}
+
+ring_expected() {
+	local n=$1 r
+	echo "rank 0 of $n received $((n - 2))"
+	for ((r = 1; r < n; r++)); do
+		echo "rank $r of $n received $((r - 2))"
+	done
 }
 
 @test "tutorial on ec2: deploy 4 nodes, exec, interrupt, resume with new addresses, terminate" {
@@ -375,13 +394,17 @@ ami_of() {
 	nothing_left
 }
 
-@test "spot: workers launched one-time; a reclaimed worker shows preempted, comes back with its rank and a new address, and node 0 reaches every node again" {
+@test "spot: nodes launched one-time; a reclaimed node shows preempted, comes back with its rank and a new address, and the MPI ring runs again" {
 	ec2_setup
 	ec2_mount
 	contract sp 3 PeerWorkersMPI
 	echo spot >contracts/sp/config/market
+	printf 'OMPI_ALLOW_RUN_AS_ROOT=1\nOMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n' >contracts/sp/config/environment
+	ring_build
 	echo s1 >contracts/sp/deploy
 	wait_state s1 running
+	echo "$MPIBIN/ring" >clusters/s1/mpiexec
+	[ "$(grep '^rank' clusters/s1/mpi_stdout | sort -k2n)" = "$(ring_expected 3)" ]
 	grep -q '^market: spot$' clusters/s1/info
 	[ "$(fake_py "sorted(set(i['market'] for i in s['instances']))")" = "['spot']" ]
 	before=$(sed -n 's/^address: //p' clusters/s1/nodes/1/status)
@@ -409,8 +432,30 @@ ami_of() {
 	[ "$(fake_py "sorted(i['state_reason_code'] for i in s['instances'] if i['id'] == '$old')")" = "['Server.SpotInstanceTermination']" ]
 	[ "$(fake_count s1 running)" = 3 ]
 	mpi_reach_all s1 1 2
+	# The MPI ring over the cluster runs again.
+	echo "$MPIBIN/ring" >clusters/s1/mpiexec
+	[ "$(grep '^rank' clusters/s1/mpi_stdout | sort -k2n)" = "$(ring_expected 3)" ]
+	[ "$(cat clusters/s1/mpi_exit_status)" = 0 ]
 	echo terminated >clusters/s1/state
 	wait_state s1 terminated
+	nothing_left
+}
+
+@test "spot per role: the manager on demand, the workers spot; resolution says each role's market" {
+	ec2_setup
+	ec2_mount
+	contract mw 2 ManagerWorkers
+	echo 'manager=on-demand worker=spot' >contracts/mw/config/market
+	touch contracts/mw/resolve
+	[ "$(cut -f1,7 contracts/mw/resolution)" = "$(printf 'manager\ton-demand\nworker\tspot')" ]
+	# No EC2 spot price before a refresh: the workers' price is unknown.
+	[ "$(cut -f1,4 contracts/mw/resolution)" = "$(printf 'manager\t0.0104\nworker\tunknown')" ]
+	echo r1 >contracts/mw/deploy
+	wait_state r1 running
+	grep -q '^market: manager=on-demand worker=spot$' clusters/r1/info
+	[ "$(fake_py "sorted((i['tags']['cclfs:role'], i['market']) for i in s['instances'])")" = "[('manager', 'on-demand'), ('worker', 'spot'), ('worker', 'spot')]" ]
+	echo terminated >clusters/r1/state
+	wait_state r1 terminated
 	nothing_left
 }
 
