@@ -139,6 +139,15 @@ fixture_price() {
 	touch contracts/c/resolve
 	expect_eq "$(cut -f2-5 contracts/c/resolution)" \
 		"$(printf 'ec2\tt3.xlarge\t%s\tus-east-1' "$(fixture_price t3.xlarge us-east-1)")" "cheapest region"
+	# The refreshed spot prices: a spot contract's cheapest region.
+	best=$(awk -F, '$1 == "ec2" && $2 == "t3.xlarge" { print $3 }' "$DATA/offers.csv" |
+		while read -r r; do
+			printf '%s\t%s\n' "$(SPOT=1 fixture_price t3.xlarge "$r")" "$r"
+		done | LC_ALL=C sort -t$'\t' -k1,1g -k2,2 | head -1)
+	echo spot >contracts/c/config/market
+	touch contracts/c/resolve
+	expect_eq "$(cut -f3,4,5,7 contracts/c/resolution)" "$(printf 't3.xlarge\t%s\tspot' "$best")" "cheapest spot region"
+	echo on-demand >contracts/c/config/market
 	summary=$(cat catalog/ec2/refresh)
 	# A remount reads the stored rows.
 	cd /
