@@ -172,9 +172,9 @@ int cluster_failover(struct model *m, struct cluster *c, const char *why)
 			size_t r = nroles == 2 && n->pn.rank >= 0 ? 1 : 0;
 
 			snprintf(n->instance_type, sizeof(n->instance_type),
-				 "%s", nt[r]);
+				 "%.63s", nt[r]);
 			snprintf(n->pn.instance_type,
-				 sizeof(n->pn.instance_type), "%s", nt[r]);
+				 sizeof(n->pn.instance_type), "%.63s", nt[r]);
 			snprintf(n->pn.options, sizeof(n->pn.options), "%s",
 				 c->options);
 			n->pn.instance_id[0] = n->pn.address[0] = '\0';

@@ -1491,6 +1491,7 @@ static int ec2_create(struct provider *p, struct provider_batch *b)
 		old = calloc(n, sizeof(*old));
 	if (!v || (b->relaunch && !old)) {
 		free(v);
+		free(old);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
