@@ -298,6 +298,7 @@ class Instance:
             sched['preemptible'] = False
         self.scheduling = sched
         self.request_id = request_id
+        self.hostname = None               # perInstanceProperties' hostname
         self.key_lines, self.users = ssh_keys(self.metadata)
         nics = props.get('networkInterfaces') or [{}]
         self.nic = dict(nics[0])
@@ -979,6 +980,8 @@ class ComputeAPI:
         }
         if inst.status_message:
             out['statusMessage'] = inst.status_message
+        if inst.hostname:
+            out['hostname'] = inst.hostname
         if inst.last_stop:
             out['lastStopTimestamp'] = inst.last_stop
         if inst.policies:
@@ -1592,30 +1595,36 @@ class ComputeAPI:
             self.run_job(self.down_job, inst, action_delete(inst))
         return 200, {'preempted': [i.name for i in victims]}
 
+    @staticmethod
+    def capacity_problem(entries):
+        """What is wrong with a capacity setting, or None."""
+        if not isinstance(entries, list):
+            return 'a list of entries'
+        allowed = {'zone': None, 'machine_type': None,
+                   'provisioning': ('*', 'STANDARD', 'SPOT'), 'code': CAPACITY_CODES}
+        for e in entries:
+            if not isinstance(e, dict) or not set(e) <= set(allowed):
+                return 'entries are {%s}' % ', '.join(allowed)
+            for field, choices in allowed.items():
+                if field in e and (not isinstance(e[field], str) or
+                                   (choices and e[field] not in choices)):
+                    return '%s: %s' % (field, ' | '.join(choices or ('a string',)))
+        return None
+
     def check_settings(self, data):
+        """What is wrong with a /settings object, or None."""
         if not isinstance(data, dict):
             return 'settings are a JSON object'
+        checks = {'op_ms': lambda v: None if type(v) is int and v >= 0 else
+                  'a non-negative integer',
+                  'page_size': lambda v: None if type(v) is int and v >= 1 else
+                  'a positive integer',
+                  'guest_hostkeys': lambda v: None if type(v) is bool else 'true or false',
+                  'capacity': self.capacity_problem}
         for name, value in data.items():
-            if name not in self.settings:
-                return 'unknown setting %r' % name
-            if name in ('op_ms', 'page_size') and (isinstance(value, bool) or
-                                                   not isinstance(value, int) or value < 0):
-                return '%s: a non-negative integer' % name
-            if name == 'page_size' and value == 0:
-                return 'page_size: at least 1'
-            if name == 'guest_hostkeys' and not isinstance(value, bool):
-                return 'guest_hostkeys: true or false'
-            if name == 'capacity':
-                if not isinstance(value, list):
-                    return 'capacity: a list'
-                for e in value:
-                    if not isinstance(e, dict) or set(e) - {'zone', 'machine_type',
-                                                            'provisioning', 'code'}:
-                        return 'capacity: entries {zone, machine_type, provisioning, code}'
-                    if e.get('provisioning', '*') not in ('*', 'STANDARD', 'SPOT'):
-                        return 'capacity: provisioning STANDARD, SPOT or *'
-                    if e.get('code', CAPACITY_CODES[0]) not in CAPACITY_CODES:
-                        return 'capacity: code one of ' + ', '.join(CAPACITY_CODES)
+            problem = checks[name](value) if name in checks else 'no such setting'
+            if problem:
+                return '%s: %s' % (name, problem)
         return None
 
     def state_json(self):

@@ -10,6 +10,7 @@ FAKE_GCE_TEST_NET (default 127.0.13) is the /24 the fake's test hosts use here.
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -384,6 +385,18 @@ class ComputeTest(unittest.TestCase):
                  {'filter': 'operationType="compute.instances.preempted"'})
         self.assertEqual([o['targetLink'] for o in ops['items']], [inst['selfLink']])
         self.assertEqual(ops['items'][0]['status'], 'DONE')
+        # instanceTerminationAction DELETE: the instance goes.
+        op = wait_op(ok('POST', '/zones/%s/instances/bulkInsert' % ZB, None, {
+            'count': 1, 'namePattern': 'cclfs-abc-d-#',
+            'instanceProperties': properties(spot=True, action='DELETE')}))
+        self.assertNotIn('error', op)
+        wait_status(ZB, 'cclfs-abc-d-1', 'RUNNING')
+        self.assertEqual(control('POST', '/preempt', {'names': ['cclfs-abc-d-1']})[0], 200)
+        poll(lambda: call('GET', '/zones/%s/instances/cclfs-abc-d-1' % ZB)[0],
+             lambda status: status == 404, 'cclfs-abc-d-1 deleted')
+        ops = ok('GET', '/zones/%s/operations' % ZB, {
+            'filter': 'operationType="compute.instances.preempted"', 'maxResults': '10'})
+        self.assertEqual(len(ops['items']), 2)
         # Not spot: refused.
         self.assertEqual(control('POST', '/preempt', {'name': 'cclfs-abc-w-0001'})[0], 400)
         control('POST', '/settings', {'capacity': []})
@@ -501,6 +514,8 @@ def main():
         print('test_fake_compute: needs root (sshd test hosts)', file=sys.stderr)
         return 1
     TMP = tempfile.mkdtemp(prefix='fakegce.')
+    # A SIGTERM ends the run through the finally below (sshds stopped, TMP removed).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         KEY = os.path.join(TMP, 'user_key')
         OTHER_KEY = os.path.join(TMP, 'other_key')
