@@ -385,6 +385,10 @@ class ComputeTest(unittest.TestCase):
                  {'filter': 'operationType="compute.instances.preempted"'})
         self.assertEqual([o['targetLink'] for o in ops['items']], [inst['selfLink']])
         self.assertEqual(ops['items'][0]['status'], 'DONE')
+        ops = ok('GET', '/zones/%s/operations' % ZB, {
+            'filter': 'operationType="compute.instances.preempted" AND targetLink="%s"'
+                      % inst['selfLink']})
+        self.assertEqual(len(ops['items']), 1)
         # instanceTerminationAction DELETE: the instance goes.
         op = wait_op(ok('POST', '/zones/%s/instances/bulkInsert' % ZB, None, {
             'count': 1, 'namePattern': 'cclfs-abc-d-#',
