@@ -368,7 +368,7 @@ static char *gcp_jwt(const struct gcp_auth *a, char *err, size_t errlen)
 	time_t now = time(NULL);
 	char *h64 = NULL, *c64 = NULL, *s64 = NULL, *jwt = NULL;
 	unsigned char *sig = NULL;
-	size_t siglen = 0, inlen;
+	size_t siglen = 0, inlen = 0, n;
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
 	char *in = NULL;
 
@@ -400,8 +400,9 @@ static char *gcp_jwt(const struct gcp_auth *a, char *err, size_t errlen)
 				   inlen) == 1)
 			s64 = gcp_b64url(sig, siglen);
 	}
-	if (s64 && (jwt = malloc(inlen + 1 + strlen(s64) + 1)))
-		sprintf(jwt, "%s.%s", in, s64);
+	n = s64 ? inlen + 1 + strlen(s64) + 1 : 0;
+	if (n && (jwt = malloc(n)))
+		snprintf(jwt, n, "%s.%s", in, s64);
 	if (!jwt)
 		snprintf(err, errlen, "cannot sign the token request of %s",
 			 a->source);
@@ -804,10 +805,16 @@ static int gcp_use_metadata(struct gcp_auth *a, char *err, size_t errlen)
 		 host);
 	snprintf(a->token_url, sizeof(a->token_url), "http://%s%s", host,
 		 GCP_METADATA_TOKEN);
-	/* Other scopes than the default are asked for by name. */
+	/* Other scopes than the default are asked for by name, separated by
+	 * commas there. */
 	if (strcmp(a->scopes, GCP_SCOPE_COMPUTE) != 0) {
-		char *s = gcp_form_escape(a->scopes);
+		char list[sizeof(a->scopes)], *s;
 
+		snprintf(list, sizeof(list), "%s", a->scopes);
+		for (char *p = list; *p; p++)
+			if (*p == ' ')
+				*p = ',';
+		s = gcp_form_escape(list);
 		if (s)
 			snprintf(a->token_url + strlen(a->token_url),
 				 sizeof(a->token_url) - strlen(a->token_url),
@@ -854,7 +861,10 @@ struct gcp_auth *gcp_auth_open(const char *project_conf, const char *scopes,
 			       char *err, size_t errlen)
 {
 	struct gcp_auth *a = calloc(1, sizeof(*a));
-	const char *env = getenv("CLOUDSDK_CORE_PROJECT");
+	/* The project variables of gcloud and of Google's client libraries,
+	 * in their order. */
+	static const char *const project_vars[] = {"CLOUDSDK_CORE_PROJECT",
+						   "GOOGLE_CLOUD_PROJECT"};
 
 	if (!a) {
 		snprintf(err, errlen, "out of memory");
@@ -873,8 +883,13 @@ struct gcp_auth *gcp_auth_open(const char *project_conf, const char *scopes,
 	 * server's is taken only when a->project is still empty. */
 	if (project_conf && *project_conf)
 		snprintf(a->project, sizeof(a->project), "%s", project_conf);
-	else if (env && *env)
-		snprintf(a->project, sizeof(a->project), "%s", env);
+	for (size_t i = 0;
+	     !*a->project && i < sizeof(project_vars) / sizeof(project_vars[0]);
+	     i++) {
+		const char *v = getenv(project_vars[i]);
+
+		snprintf(a->project, sizeof(a->project), "%s", v ? v : "");
+	}
 	if (gcp_discover(a, err, errlen)) {
 		gcp_auth_close(a);
 		return NULL;

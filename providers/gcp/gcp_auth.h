@@ -28,11 +28,11 @@ struct gcp_auth;
  *      timeout).
  * A file is a "service_account" key or "authorized_user" credentials.
  * The project: project_conf (cclfs.conf's [gcp] project) when not empty,
- * else CLOUDSDK_CORE_PROJECT, else the file's project_id, else (for the
- * metadata server) its project-id. scopes: space-separated OAuth scopes,
- * NULL or "" for GCP_SCOPE_COMPUTE. NULL with err saying where it looked
- * when nothing is found or what is found is not usable. No network call but
- * the metadata server's. */
+ * else CLOUDSDK_CORE_PROJECT, else GOOGLE_CLOUD_PROJECT, else the file's
+ * project_id, else (for the metadata server) its project-id. scopes:
+ * space-separated OAuth scopes, NULL or "" for GCP_SCOPE_COMPUTE. NULL with err
+ * saying where it looked when nothing is found or what is found is not usable.
+ * No network call but the metadata server's. */
 struct gcp_auth *gcp_auth_open(const char *project_conf, const char *scopes,
 			       char *err, size_t errlen);
 

@@ -240,6 +240,7 @@ static void clear_env(void)
 	unsetenv("GOOGLE_APPLICATION_CREDENTIALS");
 	unsetenv("CLOUDSDK_CONFIG");
 	unsetenv("CLOUDSDK_CORE_PROJECT");
+	unsetenv("GOOGLE_CLOUD_PROJECT");
 	unsetenv("GCE_METADATA_HOST");
 }
 
@@ -286,6 +287,57 @@ static void test_service_account(const char *sa)
 				     sizeof(err)) == 0);
 	CHECK(fake_grants("jwt-bearer") == before + 5);
 	cJSON_Delete(fake_control("/_fake/settings", "{\"token_ttl\": 3599}"));
+	gcp_auth_close(a);
+}
+
+struct racer {
+	struct gcp_auth *a;
+	char tok[GCP_AUTH_TOKEN_MAX];
+	int rc;
+};
+
+static void *race_token(void *ctx)
+{
+	struct racer *r = ctx;
+	char err[GCP_AUTH_ERR_MAX];
+
+	r->rc = gcp_auth_token(r->a, NULL, r->tok, sizeof(r->tok), err,
+			       sizeof(err));
+	return NULL;
+}
+
+/* Threads sharing one gcp_auth: each gets a token, then all share the
+ * cached one. */
+static void test_threads(const char *sa)
+{
+	char err[GCP_AUTH_ERR_MAX] = "";
+	struct racer r[4];
+	pthread_t th[4];
+	struct gcp_auth *a;
+	int before = fake_grants("jwt-bearer");
+
+	setenv("GOOGLE_APPLICATION_CREDENTIALS", sa, 1);
+	a = gcp_auth_open(NULL, NULL, err, sizeof(err));
+	CHECK(a != NULL);
+	if (!a)
+		return;
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < 4; i++) {
+			r[i].a = a;
+			r[i].rc = -1;
+			CHECK(pthread_create(&th[i], NULL, race_token, &r[i]) ==
+			      0);
+		}
+		for (int i = 0; i < 4; i++) {
+			pthread_join(th[i], NULL);
+			CHECK(r[i].rc == 0);
+			CHECK(strncmp(r[i].tok, "ya29.fake-", 10) == 0);
+		}
+	}
+	/* At most one grant per thread of the first round. */
+	CHECK(fake_grants("jwt-bearer") - before >= 1);
+	CHECK(fake_grants("jwt-bearer") - before <= 4);
+	CHECK(strcmp(r[0].tok, r[3].tok) == 0);
 	gcp_auth_close(a);
 }
 
@@ -398,7 +450,13 @@ static void test_discovery(const char *sa, const char *user)
 	CHECK(strcmp(proj, "env-project") == 0);
 	discovered("conf-project", src, sizeof(src), proj, sizeof(proj));
 	CHECK(strcmp(proj, "conf-project") == 0);
+	setenv("GOOGLE_CLOUD_PROJECT", "lib-project", 1);
+	discovered(NULL, src, sizeof(src), proj, sizeof(proj));
+	CHECK(strcmp(proj, "env-project") == 0);
 	unsetenv("CLOUDSDK_CORE_PROJECT");
+	discovered(NULL, src, sizeof(src), proj, sizeof(proj));
+	CHECK(strcmp(proj, "lib-project") == 0);
+	unsetenv("GOOGLE_CLOUD_PROJECT");
 
 	/* Then $CLOUDSDK_CONFIG's ADC file, then $HOME's. */
 	unsetenv("GOOGLE_APPLICATION_CREDENTIALS");
@@ -543,6 +601,21 @@ static void test_cancel(void)
 	clear_env();
 }
 
+/* requests.log names calls, never a token or an assertion. */
+static void test_log_has_no_secret(void)
+{
+	char path[192];
+	char *log;
+
+	snprintf(path, sizeof(path), "%s/requests.log", fake_dir);
+	log = read_file(path);
+	CHECK(log && strstr(log, "POST /token 200\n") != NULL);
+	CHECK(log && strstr(log, "GET /computeMetadata/v1/project/project-id "
+				 "200\n") != NULL);
+	CHECK(log && !strstr(log, "ya29") && !strstr(log, "eyJ"));
+	free(log);
+}
+
 int main(int argc, char **argv)
 {
 	char sa[128], other[128], user[128], bad[128], url[128];
@@ -573,12 +646,14 @@ int main(int argc, char **argv)
 	write_user(bad, "1//revoked-refresh-token");
 
 	test_service_account(sa);
+	test_threads(sa);
 	test_refused_key(other);
 	test_authorized_user(user, bad);
 	test_discovery(sa, user);
 	test_cancel();
 
 	fake_stop();
+	test_log_has_no_secret();
 	{
 		char cmd[128];
 
