@@ -412,7 +412,7 @@ static char *gcp_jwt(const struct gcp_auth *a, char *err, size_t errlen)
 	cJSON_Delete(claims);
 	free(h64);
 	free(c64);
-	free(s64);
+	gcp_free_secret(s64); /* with `in`, a valid assertion for an hour */
 	free(sig);
 	free(in);
 	return jwt;
@@ -516,10 +516,13 @@ static int gcp_keep_token(struct gcp_auth *a, const struct gcp_buf *b,
 	cJSON *doc = b->data ? cJSON_ParseWithLength(b->data, b->len) : NULL;
 	const char *token = gcp_json_str(doc, "access_token");
 	const cJSON *ttl = cJSON_GetObjectItemCaseSensitive(doc, "expires_in");
-	/* An answer without a lifetime: the usual hour. */
+	/* An answer without a lifetime: the usual hour; one beyond a day is
+	 * not believed (nor cast to time_t). */
 	double life = cJSON_IsNumber(ttl) ? ttl->valuedouble : 3600;
 	int rc = -EPROTO;
 
+	if (!(life >= 0 && life <= 86400))
+		life = life > 86400 ? 86400 : 0;
 	if (token && strlen(token) < sizeof(a->token)) {
 		pthread_mutex_lock(&a->lock);
 		snprintf(a->token, sizeof(a->token), "%s", token);
@@ -611,6 +614,17 @@ static int gcp_take(const cJSON *doc, const char *name, bool required,
 	return 0;
 }
 
+/* Key files hold unencrypted keys; an encrypted one must fail, not make
+ * OpenSSL ask for a passphrase on the terminal. */
+static int gcp_no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+	(void)buf;
+	(void)size;
+	(void)rwflag;
+	(void)u;
+	return -1;
+}
+
 static int gcp_load_key(struct gcp_auth *a, const cJSON *doc, const char *path,
 			char *err, size_t errlen)
 {
@@ -627,7 +641,9 @@ static int gcp_load_key(struct gcp_auth *a, const cJSON *doc, const char *path,
 		return -1;
 	}
 	bio = BIO_new_mem_buf(pem, -1);
-	a->key = bio ? PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL) : NULL;
+	a->key = bio ? PEM_read_bio_PrivateKey(bio, NULL, gcp_no_passphrase,
+					       NULL)
+		     : NULL;
 	BIO_free(bio);
 	ERR_clear_error();
 	if (!a->key || EVP_PKEY_base_id(a->key) != EVP_PKEY_RSA) {

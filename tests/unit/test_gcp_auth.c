@@ -507,6 +507,17 @@ static void test_discovery(const char *sa, const char *user)
 	a = gcp_auth_open(NULL, NULL, err, sizeof(err));
 	CHECK(a == NULL);
 	CHECK(strstr(err, adc) != NULL);
+	snprintf(adc, sizeof(adc), "%s/broken.json", tmpdir);
+	write_file(adc, "{\"type\": \"service_account\", \"client_email\": "
+			"\"" EMAIL "\", \"private_key_id\": \"abc\", "
+			"\"private_key\": \"-----BEGIN PRIVATE KEY-----\\n"
+			"c2VjcmV0LWJ1dC1ub3QtYS1rZXk=\\n-----END PRIVATE "
+			"KEY-----\\n\"}\n");
+	setenv("GOOGLE_APPLICATION_CREDENTIALS", adc, 1);
+	a = gcp_auth_open(NULL, NULL, err, sizeof(err));
+	CHECK(a == NULL);
+	CHECK(strstr(err, "not an RSA private key") != NULL);
+	CHECK(!strstr(err, "c2VjcmV0"));
 	snprintf(adc, sizeof(adc), "%s/external.json", tmpdir);
 	write_file(adc, "{\"type\": \"external_account\"}\n");
 	setenv("GOOGLE_APPLICATION_CREDENTIALS", adc, 1);
