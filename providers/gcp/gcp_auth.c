@@ -1,7 +1,6 @@
-/* GCP credentials and their OAuth access tokens: discovery in Google's
- * order, the service account's JWT (RS256, signed with OpenSSL), the
- * refresh-token grant, the metadata server; exchanges over libcurl, retried
- * when the network fails, never when Google refuses the credentials. */
+/* GCP credentials and their tokens: discovery in Google's order, the service
+ * account's RS256 JWT (OpenSSL), refresh tokens, the metadata server, over
+ * libcurl; retried when the network fails, never when Google refuses. */
 #include "providers/gcp/gcp_auth.h"
 
 #include "providers/cancel.h"

@@ -1,7 +1,6 @@
-/* GCP credentials as Google's tools find them (a key file named by
- * GOOGLE_APPLICATION_CREDENTIALS, gcloud's application default credentials,
- * the metadata server), the project they go with, and the OAuth access
- * tokens they give, cached in memory until shortly before they expire. */
+/* GCP credentials as Google's tools find them, the project they go with,
+ * and the OAuth access tokens they give (cached in memory until shortly
+ * before they expire). */
 #ifndef CCLFS_PROVIDERS_GCP_AUTH_H
 #define CCLFS_PROVIDERS_GCP_AUTH_H
 

@@ -1,7 +1,6 @@
-/* GCP credentials against the fake Google Cloud endpoint (tests/fakegce):
- * service account keys and authorized users, the token cache, refused
- * credentials (no secret in the error), discovery and project order, the
- * metadata server, retries and cancellation. */
+/* gcp_auth against the fake Google Cloud endpoint (tests/fakegce): keys and
+ * authorized users, the token cache, refusals (no secret in the error),
+ * discovery and project order, the metadata server, retries, cancellation. */
 #include "check.h"
 #include "providers/cancel.h"
 #include "providers/gcp/gcp_auth.h"
