@@ -635,7 +635,7 @@ crash_check() {
 	fake_post /_fake/settings '{"latency_ms": 20}'
 	echo r >contracts/c/deploy
 	wait_state r running
-	for i in $(seq 1 6); do
+	for i in $(seq 1 4); do
 		old=$(sed -n 's/^instance_id: //p' clusters/r/nodes/1/status)
 		fake_post /_fake/reclaim "{\"instance_id\": \"$old\"}"
 		delay=$(python3 -c "import random; print(round(random.uniform(0, 1.2), 3))")
@@ -658,7 +658,7 @@ crash_check() {
 	# A failover: zone a has no capacity; killed while it moves on.
 	echo on-demand >contracts/c/config/market
 	fake_post /_fake/settings '{"capacity": [{"zone": "us-east-1a"}]}'
-	for i in $(seq 1 4); do
+	for i in $(seq 1 3); do
 		h=z$i
 		echo $h >contracts/c/deploy
 		delay=$(python3 -c "import random; print(round(random.uniform(0, 0.8), 3))")

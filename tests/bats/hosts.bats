@@ -405,7 +405,7 @@ os.write(fd, b'sleep 40\\n')" 2>"$TESTDIR/w.err" &
 	echo hosts >contracts/c/node_provider
 	echo 'atleast 16' >contracts/c/node_vcpus_count
 	touch contracts/c/resolve
-	[ "$(cat contracts/c/resolution)" = "$(printf 'node\thosts\tbig\t0\t-\t-')" ]
+	[ "$(cat contracts/c/resolution)" = "$(printf 'node\thosts\tbig\t0\t-\t-\ton-demand')" ]
 	echo 'atleast 64' >contracts/c/node_vcpus_count
 	run_shell 'touch contracts/c/resolve'
 	[ "$status" -ne 0 ]

@@ -420,7 +420,6 @@ static void check_ec2(const struct config *cfg)
 	CHECK_STR(s.known_hosts);
 	CHECK(strcmp(s.keydir, STATEDIR "/keys") == 0);
 	CHECK(strcmp(s.own_hosts, STATEDIR "/known_hosts") == 0);
-	CHECK(s.user[0] != '\0');
 	CHECK(strcmp(s.address, "public") == 0 ||
 	      strcmp(s.address, "private") == 0);
 	CHECK(s.endpoint_url[0] == '\0' ||
