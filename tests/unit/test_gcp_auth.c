@@ -416,7 +416,7 @@ static void discovered(const char *conf, char *source, size_t len,
 
 static void test_discovery(const char *sa, const char *user)
 {
-	char gcloud[128], home[128], adc[192], cmd[512], src[1024], proj[256];
+	char gcloud[128], home[128], adc[192], cmd[1024], src[1024], proj[256];
 	char meta[64], err[GCP_AUTH_ERR_MAX] = "", tok[GCP_AUTH_TOKEN_MAX];
 	struct gcp_auth *a;
 	int before;
