@@ -144,7 +144,9 @@ class FakeEC2Test(unittest.TestCase):
     def control(self, method, path, data=None):
         body = None if data is None else json.dumps(data).encode()
         req = urllib.request.Request(self.url + path, data=body, method=method)
-        with urllib.request.urlopen(req, timeout=10) as r:
+        # The first look at the state builds the fixture's catalog: seconds on
+        # a busy machine.
+        with urllib.request.urlopen(req, timeout=120) as r:
             return json.load(r)
 
     def state(self):
@@ -217,7 +219,9 @@ class FakeEC2Test(unittest.TestCase):
                 'AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s'
                 % (akid, signer.credential_scope(req),
                    signer.signed_headers(signer.headers_to_sign(req)), signature))
-        conn = http.client.HTTPConnection('127.0.0.1', self.port, timeout=10)
+        # Generous: the first price-list call builds the fixture's catalog, which
+        # takes seconds on a busy machine.
+        conn = http.client.HTTPConnection('127.0.0.1', self.port, timeout=120)
         conn.putrequest('POST', '/' + ('?' + query if query else ''), skip_host=True,
                         skip_accept_encoding=True)
         for k, v in hdrs.items():
@@ -766,7 +770,9 @@ class FakeEC2Test(unittest.TestCase):
         """POST BODY signed for SERVICE in REGION; (status, body)."""
         req = AWSRequest(method='POST', url=self.url + '/', data=body, headers=headers)
         SigV4Auth(Credentials(AKID, SECRET), service, region).add_auth(req)
-        conn = http.client.HTTPConnection('127.0.0.1', self.port, timeout=10)
+        # Generous: the first price-list call builds the fixture's catalog, which
+        # takes seconds on a busy machine.
+        conn = http.client.HTTPConnection('127.0.0.1', self.port, timeout=120)
         try:
             conn.request('POST', '/', body=body, headers=dict(req.headers.items()))
             r = conn.getresponse()
