@@ -554,8 +554,10 @@ ami_of() {
 	# Another state directory: it knows no cluster.
 	STATE=$TESTDIR/state2
 	ec2_mount
-	for _ in $(seq 1 100); do
-		grep -q 'tagged cclfs:cluster=mine' "$TESTDIR/daemon.log" && break
+	# The report of the instances comes first, the groups' after a second
+	# call: wait for both (the check runs in the background of the mount).
+	for _ in $(seq 1 600); do
+		[ "$(grep -c 'tagged cclfs:cluster=mine' "$TESTDIR/daemon.log")" -ge 2 ] && break
 		sleep 0.05
 	done
 	grep -q "ec2: instance i-[0-9a-f]* (running, us-east-1) is tagged cclfs:cluster=mine (token [0-9a-f]*) but belongs to no cluster of this state directory; it was left alone" "$TESTDIR/daemon.log"
