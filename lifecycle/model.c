@@ -1151,6 +1151,11 @@ static int model_fire(struct model *m, struct model_contract *c, size_t f,
 						      sizeof(options) - o,
 						      "%s=%s\n", cf->name, v);
 		}
+		/* The cloud providers place MPI clusters' nodes close. */
+		if (req.cluster_type && *req.cluster_type &&
+		    o < sizeof(options))
+			snprintf(options + o, sizeof(options) - o,
+				 "cluster_type=%s\n", req.cluster_type);
 		req.options = options;
 		model_keyfile(m, c, keyfile, sizeof(keyfile));
 		rc = cluster_deploy(m, &req, why, sizeof(why));

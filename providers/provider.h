@@ -326,6 +326,15 @@ int provider_each(struct provider *p, struct provider_batch *b,
 		  int (*fn)(struct provider *p, struct provider_batch *b,
 			    size_t i));
 
+/* One NAME=VALUE line of a node's options (the first with a value), else
+ * def. */
+void provider_option(const char *options, const char *name, const char *def,
+		     char *out, size_t len);
+/* config/market: "spot" or "on-demand" for every role, or ROLE=MARKET words
+ * (manager=on-demand worker=spot), as the lifecycle checked it: whether each
+ * role (0 the manager, 1 the workers) is on the spot market. */
+void provider_market(const char *v, bool spot[2]);
+
 /* One instance type a provider offers beyond the compiled-in catalog
  * (this machine for local, the machines of cclfs.conf for hosts). */
 struct provider_type {

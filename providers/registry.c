@@ -1,5 +1,6 @@
-/* The provider registry: the one list of providers, and how an action is
- * carried out through a provider's batch ops and capability flags. */
+/* The provider registry: the one list of providers, how an action is carried
+ * out through a provider's batch ops and capability flags, and how a node's
+ * options read. */
 #include "providers/provider.h"
 
 #include "providers/cancel.h"
@@ -11,12 +12,10 @@
 extern const struct provider_entry provider_local;
 extern const struct provider_entry provider_hosts;
 extern const struct provider_entry provider_ec2;
+extern const struct provider_entry provider_gcp;
 
 const struct provider_entry *const provider_registry[] = {
-	&provider_local,
-	&provider_hosts,
-	&provider_ec2,
-	NULL,
+	&provider_local, &provider_hosts, &provider_ec2, &provider_gcp, NULL,
 };
 
 const struct provider_entry *provider_entry_find(const char *name)
@@ -90,4 +89,43 @@ int provider_each(struct provider *p, struct provider_batch *b,
 		}
 	}
 	return first;
+}
+
+void provider_option(const char *options, const char *name, const char *def,
+		     char *out, size_t len)
+{
+	size_t nl = strlen(name);
+
+	for (const char *p = options; p && *p;) {
+		const char *end = strchr(p, '\n');
+		size_t l = end ? (size_t)(end - p) : strlen(p);
+
+		if (l > nl && strncmp(p, name, nl) == 0 && p[nl] == '=') {
+			snprintf(out, len, "%.*s", (int)(l - nl - 1),
+				 p + nl + 1);
+			if (*out)
+				return;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	snprintf(out, len, "%s", def);
+}
+
+void provider_market(const char *v, bool spot[2])
+{
+	spot[0] = spot[1] = false;
+	while (v && *v) {
+		size_t l = strcspn(v, " ,\t");
+		const char *eq = memchr(v, '=', l);
+		bool is_spot = l >= 4 && strncmp(v + l - 4, "spot", 4) == 0;
+
+		if (!eq)
+			spot[0] = spot[1] = is_spot;
+		else if (strncmp(v, "manager=", 8) == 0)
+			spot[0] = is_spot;
+		else if (strncmp(v, "worker=", 7) == 0)
+			spot[1] = is_spot;
+		v += l;
+		v += strspn(v, " ,\t");
+	}
 }

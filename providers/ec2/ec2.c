@@ -135,48 +135,6 @@ static const char *ec2_role(int rank)
 	return rank < 0 ? "manager" : "worker";
 }
 
-/* One NAME=VALUE line of the node's options, else the [ec2] default. */
-static void ec2_option(const char *options, const char *name, const char *def,
-		       char *out, size_t len)
-{
-	size_t nl = strlen(name);
-
-	for (const char *p = options; p && *p;) {
-		const char *end = strchr(p, '\n');
-		size_t l = end ? (size_t)(end - p) : strlen(p);
-
-		if (l > nl && strncmp(p, name, nl) == 0 && p[nl] == '=') {
-			snprintf(out, len, "%.*s", (int)(l - nl - 1),
-				 p + nl + 1);
-			if (*out)
-				return;
-		}
-		p = end ? end + 1 : NULL;
-	}
-	snprintf(out, len, "%s", def);
-}
-
-/* config/market: "spot" or "on-demand" for every role, or ROLE=MARKET
- * words (manager=on-demand worker=spot); the lifecycle checked it. */
-static void ec2_market(const char *v, bool spot[2])
-{
-	spot[0] = spot[1] = false;
-	while (v && *v) {
-		size_t l = strcspn(v, " ,\t");
-		const char *eq = memchr(v, '=', l);
-		bool is_spot = l >= 4 && strncmp(v + l - 4, "spot", 4) == 0;
-
-		if (!eq)
-			spot[0] = spot[1] = is_spot;
-		else if (strncmp(v, "manager=", 8) == 0)
-			spot[0] = is_spot;
-		else if (strncmp(v, "worker=", 7) == 0)
-			spot[1] = is_spot;
-		v += l;
-		v += strspn(v, " ,\t");
-	}
-}
-
 static void ec2_names(const struct ec2_provider *ep,
 		      const struct provider_node *pn, struct ec2_names *nm)
 {
@@ -189,31 +147,32 @@ static void ec2_names(const struct ec2_provider *ep,
 		 pn->token);
 	snprintf(nm->keypath, sizeof(nm->keypath), "%.3000s/%s-%.8s",
 		 ep->s.keydir, pn->handle, pn->token);
-	ec2_option(pn->options, "imageid", ep->s.imageid, nm->imageid,
-		   sizeof(nm->imageid));
-	ec2_option(pn->options, "subnet_id", ep->s.subnet_id, nm->subnet,
-		   sizeof(nm->subnet));
-	ec2_option(pn->options, "security_group_id", ep->s.security_group_id,
-		   nm->sg, sizeof(nm->sg));
+	provider_option(pn->options, "imageid", ep->s.imageid, nm->imageid,
+			sizeof(nm->imageid));
+	provider_option(pn->options, "subnet_id", ep->s.subnet_id, nm->subnet,
+			sizeof(nm->subnet));
+	provider_option(pn->options, "security_group_id",
+			ep->s.security_group_id, nm->sg, sizeof(nm->sg));
 	nm->sg_own = !*nm->sg;
-	ec2_option(pn->options, "ssh_cidr", ep->s.ssh_cidr, nm->ssh_cidr,
-		   sizeof(nm->ssh_cidr));
-	ec2_option(pn->options, "key_name", ep->s.key_name, nm->key_name,
-		   sizeof(nm->key_name));
-	ec2_option(pn->options, "placement_group", ep->s.placement_group,
-		   nm->pg, sizeof(nm->pg));
+	provider_option(pn->options, "ssh_cidr", ep->s.ssh_cidr, nm->ssh_cidr,
+			sizeof(nm->ssh_cidr));
+	provider_option(pn->options, "key_name", ep->s.key_name, nm->key_name,
+			sizeof(nm->key_name));
+	provider_option(pn->options, "placement_group", ep->s.placement_group,
+			nm->pg, sizeof(nm->pg));
 	if (strcmp(nm->pg, "none") == 0) {
 		nm->pg[0] = '\0';
 	} else if (!*nm->pg) {
 		snprintf(nm->pg, sizeof(nm->pg), "%s", nm->tag);
 		nm->pg_temp = true;
 	}
-	ec2_option(pn->options, "region", "", nm->region, sizeof(nm->region));
-	ec2_option(pn->options, "zone", "", nm->zone, sizeof(nm->zone));
-	ec2_option(pn->options, "failover", "0", word, sizeof(word));
+	provider_option(pn->options, "region", "", nm->region,
+			sizeof(nm->region));
+	provider_option(pn->options, "zone", "", nm->zone, sizeof(nm->zone));
+	provider_option(pn->options, "failover", "0", word, sizeof(word));
 	nm->failover = atoi(word);
-	ec2_option(pn->options, "market", "", word, sizeof(word));
-	ec2_market(word, nm->spot);
+	provider_option(pn->options, "market", "", word, sizeof(word));
+	provider_market(word, nm->spot);
 	nm->key_own = !*nm->key_name;
 	if (nm->key_own)
 		snprintf(nm->key_name, sizeof(nm->key_name), "%s", nm->tag);
@@ -416,8 +375,8 @@ static void ec2_know(struct ec2_provider *ep, const struct provider_node *pn)
 		k->rank = pn->rank;
 		snprintf(k->id, sizeof(k->id), "%s", pn->instance_id);
 		snprintf(k->address, sizeof(k->address), "%s", pn->address);
-		ec2_option(pn->options, "region", "", k->region,
-			   sizeof(k->region));
+		provider_option(pn->options, "region", "", k->region,
+				sizeof(k->region));
 	}
 	pthread_mutex_unlock(&ep->lock);
 }
