@@ -6,7 +6,7 @@
 
     fake_gce.py --dir DIR [--port 0] [--project cclfs-test] [--service-account KEY.json]...
                 [--authorized-user FILE.json]... [--net 127.0.3] [--first 10]
-                [--token-ttl 3599]
+                [--token-ttl 3599] [--billing-key KEY]
     fake_gce.py --make-key OUT.json --email NAME@PROJECT.iam.gserviceaccount.com
                 --project P --token-uri URL
 
@@ -31,10 +31,14 @@ GET /computeMetadata/v1/instance/service-accounts/default/token (Metadata-Flavor
     else 403): a token as above. GET /computeMetadata/v1/project/project-id: the project.
 /compute/v1/...: needs "Authorization: Bearer TOKEN" of an issued token that has not
     expired (else 401 UNAUTHENTICATED), then fake_compute.ComputeAPI.handle answers
-    (501 while fake_compute.py does not exist).
+    (501 while fake_compute.py does not exist); aggregated/machineTypes and
+    aggregated/acceleratorTypes are fake_catalog.py's.
+/v1/services/6F81-5844-456A/skus: the Cloud Billing Catalog (fake_catalog.py), with
+    ?key=KEY of --billing-key or a bearer token.
 Control: GET /_fake/state (tokens issued, grants and failures by type, the Compute state
     under "compute"); POST /_fake/settings {"token_ttl": N, ...} (other keys go to the
-    Compute part); any other /_fake/PATH goes to ComputeAPI.control(METHOD, /PATH, body).
+    Compute part); /_fake/catalog/PATH goes to fake_catalog.FakeCatalog.control; any
+    other /_fake/PATH goes to ComputeAPI.control(METHOD, /PATH, body).
 """
 
 import argparse
@@ -53,6 +57,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+import fake_catalog
 
 JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer'
 COMPUTE_SCOPE = 'https://www.googleapis.com/auth/compute'
@@ -109,6 +115,7 @@ class FakeGCE:
         self.base_url = None
         self.compute = None
         self.log = open(os.path.join(self.dir, 'requests.log'), 'a', buffering=1)
+        self.catalog = fake_catalog.FakeCatalog(self, getattr(args, 'billing_key', None))
 
     # --- bookkeeping ---
 
@@ -257,6 +264,10 @@ class FakeGCE:
         if not auth.startswith('Bearer ') or not self.token_valid(auth[7:].strip()):
             return 401, {'error': {'code': 401, 'message': UNAUTHENTICATED,
                                    'status': 'UNAUTHENTICATED'}}
+        answer = self.catalog.handle_compute(handler.command, path,
+                                             urllib.parse.parse_qs(query))
+        if answer is not None:
+            return answer
         api = self.compute_api()
         if api is None:
             return 501, {'error': {'code': 501, 'message': 'fake_compute.py is not there',
@@ -279,6 +290,8 @@ class FakeGCE:
         return state
 
     def handle_control(self, method, path, body):
+        if path.startswith('/_fake/catalog/'):
+            return self.catalog.control(method, path[len('/_fake/catalog'):], body)
         if path == '/_fake/state' and method == 'GET':
             return 200, self.state_json()
         if path == '/_fake/settings' and method == 'POST':
@@ -369,6 +382,8 @@ class Handler(BaseHTTPRequestHandler):
             self.answer(path, status, raw, ctype)
         elif path == '/compute/v1' or path.startswith('/compute/v1/'):
             self.answer(path, *fake.handle_compute(self, path, split.query, body))
+        elif path.startswith(fake_catalog.BILLING_PREFIX):
+            self.answer(path, *fake.catalog.handle_billing(self, path, split.query))
         elif path.startswith('/_fake/'):
             self.answer(path, *fake.handle_control(self.command, path, body))
         else:
@@ -417,6 +432,7 @@ def main(argv=None):
     ap.add_argument('--net', default='127.0.3', help='the /24 of the test-host addresses')
     ap.add_argument('--first', type=int, default=10, help='the first host number')
     ap.add_argument('--token-ttl', type=int, default=3599, help='expires_in of tokens')
+    ap.add_argument('--billing-key', help='the API key the Cloud Billing Catalog accepts')
     ap.add_argument('--make-key', metavar='OUT.json', help='write a key file and exit')
     ap.add_argument('--email', help='--make-key: the client_email')
     ap.add_argument('--token-uri', help='--make-key: the token_uri')
