@@ -8,6 +8,7 @@
 
 #include "providers/cancel.h"
 #include "providers/gcp/gcp_billing.h"
+#include "providers/gcp/gcp_machine.h"
 
 #include <errno.h>
 #include <math.h>
@@ -25,54 +26,6 @@
 #define GCP_SKU_PAGE	5000
 #define GCP_MISSING_MAX 4
 
-/* What the catalog's hierarchy knows of a series the API does not say. */
-static const struct {
-	const char *series;
-	const char *processor_manufacturer;
-	const char *architecture; /* when the API gives none */
-} gcp_series_facts[] = {
-	{"a2", "Intel", "x86_64"}, {"a3", "Intel", "x86_64"},
-	{"a4x", NULL, "arm64"},	   {"c2", "Intel", "x86_64"},
-	{"c2d", "AMD", "x86_64"},  {"c3", "Intel", "x86_64"},
-	{"c3d", "AMD", "x86_64"},  {"c4", "Intel", "x86_64"},
-	{"c4a", NULL, "arm64"},	   {"c4d", "AMD", "x86_64"},
-	{"g2", "Intel", "x86_64"}, {"h3", "Intel", "x86_64"},
-	{"h4d", "AMD", "x86_64"},  {"m1", "Intel", "x86_64"},
-	{"m2", "Intel", "x86_64"}, {"m3", "Intel", "x86_64"},
-	{"n1", "Intel", "x86_64"}, {"n2", "Intel", "x86_64"},
-	{"n2d", "AMD", "x86_64"},  {"n4", "Intel", "x86_64"},
-	{"n4a", NULL, "arm64"},	   {"n4d", "AMD", "x86_64"},
-	{"t2a", NULL, "arm64"},	   {"t2d", "AMD", "x86_64"},
-	{"z3", "Intel", "x86_64"},
-};
-
-/* GPU models: the hierarchy's architecture and the memory of one device
- * when the API's names do not state it. */
-static const struct {
-	const char *model;
-	const char *architecture;
-	double memory_gib; /* 0: unknown */
-} gcp_gpu_models[] = {
-	{"A100", "Ampere", 40},	   {"B200", "Blackwell", 0},
-	{"GB200", "Blackwell", 0}, {"H100", "Hopper", 80},
-	{"H200", "Hopper", 141},   {"K80", "Kepler", 12},
-	{"L4", "Ada", 24},	   {"P100", "Pascal", 16},
-	{"P4", "Pascal", 8},	   {"RTXPRO6000", "Blackwell", 96},
-	{"T4", "Turing", 16},	   {"V100", "Volta", 16},
-};
-
-/* The API's architecture words. */
-static const struct {
-	const char *api, *catalog;
-} gcp_architectures[] = {{"X86_64", "x86_64"}, {"ARM64", "arm64"}};
-
-struct gcp_cat_type {
-	struct provider_catalog_type t;
-	struct gcp_accel_spec accel;
-	char name[GCP_CAT_NAME];
-	char accel_api[GCP_CAT_NAME]; /* "nvidia-l4" */
-};
-
 /* A machine type or an accelerator type in a zone. */
 struct gcp_cat_row {
 	char name[GCP_CAT_NAME];
@@ -87,7 +40,7 @@ struct gcp_cat_list {
 };
 
 struct gcp_cat_offer {
-	const struct gcp_cat_type *type;
+	const struct gcp_machine *type;
 	const char *region; /* a row's */
 	char *zones;
 	double price, spot;
@@ -139,8 +92,8 @@ gcp_note(struct gcp_refresh *r, const char *fmt, ...)
 
 static int gcp_type_cmp(const void *a, const void *b)
 {
-	return strcmp(((const struct gcp_cat_type *)a)->name,
-		      ((const struct gcp_cat_type *)b)->name);
+	return strcmp(((const struct gcp_machine *)a)->name,
+		      ((const struct gcp_machine *)b)->name);
 }
 
 static int gcp_row_cmp(const void *a, const void *b)
@@ -156,7 +109,7 @@ static int gcp_row_cmp(const void *a, const void *b)
 /* Sort the types by name, one of each kept (every zone lists them). */
 static void gcp_types_compact(struct gcp_cat_list *l)
 {
-	struct gcp_cat_type *v = l->v;
+	struct gcp_machine *v = l->v;
 	size_t o = 0;
 
 	if (!l->n)
@@ -168,10 +121,10 @@ static void gcp_types_compact(struct gcp_cat_list *l)
 	l->n = o;
 }
 
-static const struct gcp_cat_type *gcp_type_find(const struct gcp_cat_list *l,
-						const char *name)
+static const struct gcp_machine *gcp_type_find(const struct gcp_cat_list *l,
+					       const char *name)
 {
-	struct gcp_cat_type key = {0};
+	struct gcp_machine key = {0};
 
 	snprintf(key.name, sizeof(key.name), "%s", name);
 	return l->n ? bsearch(&key, l->v, l->n, sizeof(key), gcp_type_cmp)
@@ -179,53 +132,6 @@ static const struct gcp_cat_type *gcp_type_find(const struct gcp_cat_list *l,
 }
 
 /* --- what the lists give --- */
-
-void gcp_catalog_accelerator(const char *name, const char *description,
-			     struct gcp_accel_spec *s)
-{
-	char key[GCP_BILLING_KEY_MAX], model[GCP_BILLING_KEY_MAX];
-	double mem = 0, dmem = 0;
-
-	memset(s, 0, sizeof(*s));
-	s->memory_bytes = NAN;
-	gcp_billing_gpu_key(name, key, sizeof(key), model, sizeof(model), &mem);
-	if (description)
-		gcp_billing_gpu_key(description, key, sizeof(key), NULL, 0,
-				    &dmem);
-	if (strncmp(name, "nvidia-", 7) != 0 || !*model) {
-		snprintf(s->name, sizeof(s->name), "%s", name);
-		return;
-	}
-	snprintf(s->name, sizeof(s->name), "NVIDIA_%.48s", model);
-	snprintf(s->manufacturer, sizeof(s->manufacturer), "NVIDIA");
-	snprintf(s->type, sizeof(s->type), "GPU");
-	for (size_t i = 0; i < sizeof(gcp_gpu_models) / sizeof(*gcp_gpu_models);
-	     i++)
-		if (strcmp(model, gcp_gpu_models[i].model) == 0) {
-			snprintf(s->architecture, sizeof(s->architecture), "%s",
-				 gcp_gpu_models[i].architecture);
-			if (!mem)
-				mem = gcp_gpu_models[i].memory_gib;
-		}
-	if (dmem > 0)
-		mem = dmem;
-	if (mem > 0)
-		s->memory_bytes = mem * 1024 * 1024 * 1024;
-}
-
-static double gcp_number(const cJSON *o, const char *name)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
-static const char *gcp_text(const cJSON *o, const char *name)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-	return cJSON_IsString(v) ? v->valuestring : "";
-}
 
 /* "zones/us-central1-a": the zone and its region; -1 for another scope. */
 static int gcp_scope_zone(const char *scope, char *zone, char *region)
@@ -242,43 +148,6 @@ static int gcp_scope_zone(const char *scope, char *zone, char *region)
 	return 0;
 }
 
-static void gcp_type_fill(struct gcp_cat_type *x, const cJSON *item)
-{
-	const cJSON *acc = cJSON_GetArrayItem(
-		cJSON_GetObjectItemCaseSensitive(item, "accelerators"), 0);
-	const char *arch = gcp_text(item, "architecture");
-	char series[GCP_BILLING_KEY_MAX];
-
-	snprintf(x->name, sizeof(x->name), "%s", gcp_text(item, "name"));
-	x->t.name = x->name;
-	x->t.vcpus = gcp_number(item, "guestCpus");
-	x->t.memory_bytes = gcp_number(item, "memoryMb") * 1024 * 1024;
-	x->t.accelerator_count = 0;
-	x->t.accelerator_memory_bytes = NAN;
-	x->t.storage_bytes = NAN;
-	x->t.network_bits_per_s = NAN;
-	for (size_t i = 0;
-	     i < sizeof(gcp_architectures) / sizeof(*gcp_architectures); i++)
-		if (strcmp(arch, gcp_architectures[i].api) == 0)
-			x->t.architecture = gcp_architectures[i].catalog;
-	gcp_billing_series(x->name, series, sizeof(series));
-	for (size_t i = 0;
-	     i < sizeof(gcp_series_facts) / sizeof(*gcp_series_facts); i++)
-		if (strcmp(series, gcp_series_facts[i].series) == 0) {
-			x->t.processor_manufacturer =
-				gcp_series_facts[i].processor_manufacturer;
-			if (!x->t.architecture)
-				x->t.architecture =
-					gcp_series_facts[i].architecture;
-		}
-	if (acc) {
-		snprintf(x->accel_api, sizeof(x->accel_api), "%s",
-			 gcp_text(acc, "guestAcceleratorType"));
-		x->t.accelerator_count =
-			gcp_number(acc, "guestAcceleratorCount");
-	}
-}
-
 /* An aggregatedList item's row in l (its name, zone and region): 0, 1 when
  * it has no name or is not of a zone, -ENOMEM. */
 static int gcp_row_add(struct gcp_cat_list *l, const cJSON *item,
@@ -287,12 +156,14 @@ static int gcp_row_add(struct gcp_cat_list *l, const cJSON *item,
 	char zone[GCP_CAT_ZONE], region[GCP_CAT_ZONE];
 	struct gcp_cat_row *row;
 
-	if (!*gcp_text(item, "name") || gcp_scope_zone(scope, zone, region))
+	if (!*gcp_machine_text(item, "name") ||
+	    gcp_scope_zone(scope, zone, region))
 		return 1;
 	row = gcp_list_add(l);
 	if (!row)
 		return -ENOMEM;
-	snprintf(row->name, sizeof(row->name), "%s", gcp_text(item, "name"));
+	snprintf(row->name, sizeof(row->name), "%s",
+		 gcp_machine_text(item, "name"));
 	snprintf(row->zone, sizeof(row->zone), "%s", zone);
 	snprintf(row->region, sizeof(row->region), "%s", region);
 	*out = row;
@@ -304,10 +175,10 @@ static int gcp_machine_type_item(void *ctx, const cJSON *item,
 				 const char *scope)
 {
 	struct gcp_refresh *r = ctx;
-	const char *state = gcp_text(
+	const char *state = gcp_machine_text(
 		cJSON_GetObjectItemCaseSensitive(item, "deprecated"), "state");
 	struct gcp_cat_row *row = NULL;
-	struct gcp_cat_type *x;
+	struct gcp_machine *x;
 	int rc;
 
 	if (strcmp(state, "OBSOLETE") == 0 || strcmp(state, "DELETED") == 0)
@@ -319,13 +190,13 @@ static int gcp_machine_type_item(void *ctx, const cJSON *item,
 	if (r->types.n == r->types.cap && r->types.cap)
 		gcp_types_compact(&r->types);
 	if (r->types.n &&
-	    strcmp(((struct gcp_cat_type *)r->types.v)[r->types.n - 1].name,
+	    strcmp(((struct gcp_machine *)r->types.v)[r->types.n - 1].name,
 		   row->name) == 0)
 		return 0;
 	x = gcp_list_add(&r->types);
 	if (!x)
 		return -ENOMEM;
-	gcp_type_fill(x, item);
+	gcp_machine_fill(x, item);
 	return 0;
 }
 
@@ -338,7 +209,7 @@ static int gcp_accelerator_item(void *ctx, const cJSON *item, const char *scope)
 	if (rc)
 		return rc < 0 ? rc : 0;
 	snprintf(row->description, sizeof(row->description), "%s",
-		 gcp_text(item, "description"));
+		 gcp_machine_text(item, "description"));
 	return 0;
 }
 
@@ -497,7 +368,7 @@ static int gcp_offer_zone(struct gcp_cat_offer *o, size_t *len, size_t *cap,
 }
 
 /* The offer of rows [i, k) (one type in one region). */
-static int gcp_offer_make(struct gcp_refresh *r, const struct gcp_cat_type *t,
+static int gcp_offer_make(struct gcp_refresh *r, const struct gcp_machine *t,
 			  size_t i, size_t k, struct gcp_missing *miss)
 {
 	const struct gcp_cat_row *rows = r->rows.v;
@@ -546,7 +417,7 @@ static int gcp_offers_make(struct gcp_refresh *r)
 	if (r->accels.n)
 		qsort(r->accels.v, r->accels.n, sizeof(*rows), gcp_row_cmp);
 	for (size_t i = 0; i < r->rows.n;) {
-		const struct gcp_cat_type *t =
+		const struct gcp_machine *t =
 			gcp_type_find(&r->types, rows[i].name);
 		size_t k = i + 1;
 
@@ -566,7 +437,7 @@ static int gcp_offers_make(struct gcp_refresh *r)
 /* The types' accelerators named as the catalog does. */
 static void gcp_types_accelerators(struct gcp_refresh *r)
 {
-	struct gcp_cat_type *v = r->types.v;
+	struct gcp_machine *v = r->types.v;
 
 	for (size_t i = 0; i < r->types.n; i++) {
 		const struct gcp_cat_row *a;
@@ -574,18 +445,7 @@ static void gcp_types_accelerators(struct gcp_refresh *r)
 		if (!*v[i].accel_api)
 			continue;
 		a = gcp_accel_any(r, v[i].accel_api);
-		gcp_catalog_accelerator(v[i].accel_api,
-					a ? a->description : NULL, &v[i].accel);
-		v[i].t.accelerator = v[i].accel.name;
-		v[i].t.accelerator_manufacturer =
-			*v[i].accel.manufacturer ? v[i].accel.manufacturer
-						 : NULL;
-		v[i].t.accelerator_type =
-			*v[i].accel.type ? v[i].accel.type : NULL;
-		v[i].t.accelerator_architecture =
-			*v[i].accel.architecture ? v[i].accel.architecture
-						 : NULL;
-		v[i].t.accelerator_memory_bytes = v[i].accel.memory_bytes;
+		gcp_machine_name_accelerator(&v[i], a ? a->description : NULL);
 	}
 }
 
@@ -595,7 +455,7 @@ static int gcp_deliver(struct gcp_refresh *r,
 		       const struct provider_catalog_sink *s, char *err,
 		       size_t errlen)
 {
-	const struct gcp_cat_type *types = r->types.v;
+	const struct gcp_machine *types = r->types.v;
 	const struct gcp_cat_offer *offers = r->offers.v;
 	char **notes = r->notes.v;
 	size_t regions = 0, done = 0;
@@ -716,7 +576,7 @@ int gcp_catalog_refresh(struct gcp_api *api, const char *billing_url,
 	r->billing_url =
 		billing_url && *billing_url ? billing_url : GCP_BILLING_DEFAULT;
 	r->billing_key = billing_key ? billing_key : "";
-	r->types.size = sizeof(struct gcp_cat_type);
+	r->types.size = sizeof(struct gcp_machine);
 	r->rows.size = r->accels.size = sizeof(struct gcp_cat_row);
 	r->offers.size = sizeof(struct gcp_cat_offer);
 	r->notes.size = sizeof(char *);

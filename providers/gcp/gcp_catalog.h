@@ -26,18 +26,4 @@ int gcp_catalog_refresh(struct gcp_api *api, const char *billing_url,
 			const struct provider_catalog_sink *sink,
 			struct cancel *cancel, char *err, size_t errlen);
 
-/* An accelerator type as the catalog names it. */
-struct gcp_accel_spec {
-	char name[64];	       /* "NVIDIA_L4", else the API's name */
-	char manufacturer[16]; /* "NVIDIA", or "" */
-	char type[8];	       /* "GPU", or "" */
-	char architecture[16]; /* "Ada", or "" */
-	double memory_bytes;   /* per device, NAN when unknown */
-};
-
-/* Read an accelerator type's name ("nvidia-a100-80gb") and description
- * ("NVIDIA A100 80GB", NULL when unknown) into *s. */
-void gcp_catalog_accelerator(const char *name, const char *description,
-			     struct gcp_accel_spec *s);
-
 #endif

@@ -7,6 +7,7 @@
 #include "providers/gcp/gcp_auth.h"
 #include "providers/gcp/gcp_billing.h"
 #include "providers/gcp/gcp_catalog.h"
+#include "providers/gcp/gcp_machine.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -135,22 +136,22 @@ static void test_names(void)
 		gcp_billing_series(series[i].type, out, sizeof(out));
 		CHECK(strcmp(out, series[i].series) == 0);
 	}
-	gcp_catalog_accelerator("nvidia-l4", "NVIDIA L4", &s);
+	gcp_machine_accelerator("nvidia-l4", "NVIDIA L4", &s);
 	CHECK(strcmp(s.name, "NVIDIA_L4") == 0);
 	CHECK(strcmp(s.manufacturer, "NVIDIA") == 0);
 	CHECK(strcmp(s.type, "GPU") == 0);
 	CHECK(strcmp(s.architecture, "Ada") == 0);
 	CHECK(s.memory_bytes == 24 * GIB);
 	/* The description's memory wins over the model's usual one. */
-	gcp_catalog_accelerator("nvidia-tesla-a100", "NVIDIA A100 40GB", &s);
+	gcp_machine_accelerator("nvidia-tesla-a100", "NVIDIA A100 40GB", &s);
 	CHECK(strcmp(s.name, "NVIDIA_A100") == 0 && s.memory_bytes == 40 * GIB);
-	gcp_catalog_accelerator("nvidia-a100-80gb", NULL, &s);
+	gcp_machine_accelerator("nvidia-a100-80gb", NULL, &s);
 	CHECK(strcmp(s.name, "NVIDIA_A100") == 0 && s.memory_bytes == 80 * GIB);
-	gcp_catalog_accelerator("nvidia-h100-mega-80gb", NULL, &s);
+	gcp_machine_accelerator("nvidia-h100-mega-80gb", NULL, &s);
 	CHECK(strcmp(s.name, "NVIDIA_H100") == 0);
 	CHECK(strcmp(s.architecture, "Hopper") == 0);
 	/* Not an NVIDIA name: the API's, nothing else known. */
-	gcp_catalog_accelerator("ct5lp-hightpu", NULL, &s);
+	gcp_machine_accelerator("ct5lp-hightpu", NULL, &s);
 	CHECK(strcmp(s.name, "ct5lp-hightpu") == 0);
 	CHECK(!*s.manufacturer && isnan(s.memory_bytes));
 }
