@@ -8,6 +8,7 @@
 #include "providers/ec2/ec2.h"
 
 #include "providers/cancel.h"
+#include "providers/cloud.h"
 #include "providers/ec2/ec2_catalog.h"
 #include "providers/ec2/ec2_conf.h"
 #include "providers/ec2/ec2_image.h"
@@ -41,16 +42,6 @@
 
 extern const struct provider_entry provider_ec2;
 
-/* What the provider knows of a node: where to reach it, and the region
- * of its cluster ("" the configured one). */
-struct ec2_known {
-	char handle[65];
-	int rank;
-	char id[PROVIDER_ID_MAX + 1];
-	char address[PROVIDER_ID_MAX + 1]; /* the one cclfs connects to */
-	char region[64];
-};
-
 /* A client of one region. */
 struct ec2_regional {
 	struct ec2_client *client;
@@ -66,8 +57,7 @@ struct ec2_provider {
 	struct aws_config *aws;
 	struct ec2_regional *clients;
 	size_t nclients, capclients;
-	struct ec2_known *known;
-	size_t nknown, capknown;
+	struct cloud_nodes known;
 };
 
 /* A job's calls: the client, and the job's cancellation token, which
@@ -99,35 +89,6 @@ struct ec2_names {
 static struct ec2_provider *ec2_of(struct provider *p)
 {
 	return (struct ec2_provider *)p;
-}
-
-static int64_t ec2_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Sleep, or return -ECANCELED (with err) as soon as the job is
- * cancelled. */
-static int ec2_sleep_ms(struct cancel *cancel, long ms, char *err,
-			size_t errlen)
-{
-	if (cancel_sleep_ms(cancel, ms) == 0)
-		return 0;
-	snprintf(err, errlen, "cancelled");
-	return -ECANCELED;
-}
-
-/* Between half and all of `ms`: polls of many clusters spread out. */
-static long ec2_jitter(long ms)
-{
-	uint32_t r = 0;
-
-	if (ms <= 1 || getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
-		return ms;
-	return ms / 2 + (long)(r % (uint32_t)(ms / 2 + 1));
 }
 
 static const char *ec2_role(int rank)
@@ -352,33 +313,7 @@ static const char *ec2_address(const struct ec2_provider *ep,
 
 static void ec2_know(struct ec2_provider *ep, const struct provider_node *pn)
 {
-	struct ec2_known *k = NULL;
-
-	pthread_mutex_lock(&ep->lock);
-	for (size_t i = 0; i < ep->nknown; i++)
-		if (ep->known[i].rank == pn->rank &&
-		    strcmp(ep->known[i].handle, pn->handle) == 0)
-			k = &ep->known[i];
-	if (!k && ep->nknown == ep->capknown) {
-		size_t cap = ep->capknown ? ep->capknown * 2 : 16;
-		struct ec2_known *v = realloc(ep->known, cap * sizeof(*v));
-
-		if (v) {
-			ep->known = v;
-			ep->capknown = cap;
-		}
-	}
-	if (!k && ep->nknown < ep->capknown)
-		k = &ep->known[ep->nknown++];
-	if (k) {
-		snprintf(k->handle, sizeof(k->handle), "%s", pn->handle);
-		k->rank = pn->rank;
-		snprintf(k->id, sizeof(k->id), "%s", pn->instance_id);
-		snprintf(k->address, sizeof(k->address), "%s", pn->address);
-		provider_option(pn->options, "region", "", k->region,
-				sizeof(k->region));
-	}
-	pthread_mutex_unlock(&ep->lock);
+	cloud_know(&ep->known, pn);
 }
 
 /* Wait until every node's instance is in `want` ("running" with an
@@ -388,7 +323,7 @@ static int ec2_wait(struct ec2_provider *ep, struct ec2_ctx *c,
 		    const struct ec2_names *nm, struct provider_node *nodes,
 		    size_t n, const char *want, char *err, size_t errlen)
 {
-	int64_t deadline = ec2_now_ms() + ep->s.boot_timeout_ms;
+	int64_t deadline = cloud_now_ms() + ep->s.boot_timeout_ms;
 	long delay = ep->s.poll_first_ms > 0 ? ep->s.poll_first_ms : 1000;
 	bool running = strcmp(want, "running") == 0;
 	bool gone = strcmp(want, "terminated") == 0;
@@ -399,7 +334,8 @@ static int ec2_wait(struct ec2_provider *ep, struct ec2_ctx *c,
 		size_t ready = 0;
 		int rc;
 
-		rc = ec2_sleep_ms(c->cancel, ec2_jitter(delay), err, errlen);
+		rc = cloud_sleep_ms(c->cancel, cloud_jitter(delay), err,
+				    errlen);
 		if (rc == 0)
 			rc = ec2_describe(c, nm, &l, err, errlen);
 		if (rc) {
@@ -444,7 +380,7 @@ static int ec2_wait(struct ec2_provider *ep, struct ec2_ctx *c,
 		ec2_instances_free(&l);
 		if (ready == n)
 			return 0;
-		if (ec2_now_ms() > deadline) {
+		if (cloud_now_ms() > deadline) {
 			snprintf(err, errlen,
 				 "%zu of %zu instances are not %s after %d s "
 				 "(%s)",
@@ -678,7 +614,7 @@ static int ec2_sg_create(struct ec2_ctx *c, struct ec2_names *nm, char *err,
 static int ec2_sg_delete(struct ec2_provider *ep, struct ec2_ctx *c,
 			 const struct ec2_names *nm, char *err, size_t errlen)
 {
-	int64_t deadline = ec2_now_ms() + EC2_SG_RELEASE_MS;
+	int64_t deadline = cloud_now_ms() + EC2_SG_RELEASE_MS;
 	long delay = ep->s.poll_first_ms > 0 ? ep->s.poll_first_ms : 1000;
 	struct ec2_sg_ids ids;
 	int rc = ec2_sg_find(c, nm, NULL, &ids, err, errlen);
@@ -697,7 +633,7 @@ static int ec2_sg_delete(struct ec2_provider *ep, struct ec2_ctx *c,
 		}
 		if (strcmp(code, "DependencyViolation") != 0)
 			return rc;
-		if (ec2_now_ms() > deadline) {
+		if (cloud_now_ms() > deadline) {
 			char why[EC2_ERR_MAX];
 
 			snprintf(why, sizeof(why), "%s", err);
@@ -708,7 +644,8 @@ static int ec2_sg_delete(struct ec2_provider *ep, struct ec2_ctx *c,
 				 why);
 			return -EBUSY;
 		}
-		rc = ec2_sleep_ms(c->cancel, ec2_jitter(delay), err, errlen);
+		rc = cloud_sleep_ms(c->cancel, cloud_jitter(delay), err,
+				    errlen);
 		delay = delay * 2 > ep->s.poll_max_ms ? ep->s.poll_max_ms
 						      : delay * 2;
 	}
@@ -1008,28 +945,11 @@ static int ec2_reach_all(struct ec2_provider *ep, struct provider_node *nodes,
 			 size_t n, struct cancel *cancel, char *err,
 			 size_t errlen)
 {
-	int64_t deadline = ec2_now_ms() + ep->s.boot_timeout_ms;
-	long delay = ep->s.poll_first_ms > 0 ? ep->s.poll_first_ms : 1000;
+	struct cloud_poll poll = {ep->s.boot_timeout_ms, ep->s.poll_first_ms,
+				  ep->s.poll_max_ms};
 
-	for (;;) {
-		int rc = remote_mkdirs(ep->base.remote, nodes, n, cancel, err,
-				       errlen);
-
-		if (rc == 0 || ec2_now_ms() > deadline)
-			return rc;
-		if (cancel_requested(cancel)) {
-			snprintf(err, errlen, "cancelled");
-			return -ECANCELED;
-		}
-		for (size_t i = 0; i < n; i++)
-			remote_forget(ep->base.remote, nodes[i].handle,
-				      nodes[i].rank);
-		rc = ec2_sleep_ms(cancel, ec2_jitter(delay), err, errlen);
-		if (rc)
-			return rc;
-		delay = delay * 2 > ep->s.poll_max_ms ? ep->s.poll_max_ms
-						      : delay * 2;
-	}
+	return cloud_reach_all(ep->base.remote, nodes, n, &poll, cancel, err,
+			       errlen);
 }
 
 /* The job's context: the client of the cluster's region (made at first
@@ -1477,13 +1397,8 @@ static int ec2_create(struct provider *p, struct provider_batch *b)
 	if (rc) {
 		/* Nothing was made in EC2; the key generated for the dry
 		 * run goes too. */
-		if (nm.key_own && rc != -ECANCELED) {
-			char pub[PATH_MAX + 8];
-
-			snprintf(pub, sizeof(pub), "%s.pub", nm.keypath);
-			unlink(nm.keypath);
-			unlink(pub);
-		}
+		if (nm.key_own && rc != -ECANCELED)
+			cloud_key_remove(nm.keypath);
 		goto out;
 	}
 	made = true;
@@ -1497,16 +1412,10 @@ static int ec2_create(struct provider *p, struct provider_batch *b)
 				    &no_capacity);
 	if (rc == 0)
 		rc = ec2_wait(ep, &c, &nm, nodes, n, "running", err, errlen);
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		if (nodes[i].rank < 0)
-			snprintf(nodes[i].workdir, sizeof(nodes[i].workdir),
-				 ".cclfs/%s/manager", nodes[i].handle);
-		else
-			snprintf(nodes[i].workdir, sizeof(nodes[i].workdir),
-				 ".cclfs/%s/%d", nodes[i].handle,
-				 nodes[i].rank);
+	if (rc == 0)
+		cloud_workdirs(nodes, n);
+	for (size_t i = 0; rc == 0 && i < n; i++)
 		ec2_know(ep, &nodes[i]);
-	}
 	if (rc == 0)
 		rc = ec2_reach_all(ep, nodes, n, c.cancel, err, errlen);
 	/* A relaunch that failed takes back only what it launched: the
@@ -1676,14 +1585,9 @@ static int ec2_terminate(struct provider *p, struct provider_batch *b)
 		b->err[0] = '\0';
 		rc = 0;
 	}
-	if (rc == 0 && nm.key_own) {
-		/* The private key goes with the cluster, reached or not. */
-		char pub[PATH_MAX + 8];
-
-		snprintf(pub, sizeof(pub), "%s.pub", nm.keypath);
-		unlink(nm.keypath);
-		unlink(pub);
-	}
+	/* The private key goes with the cluster, reached or not. */
+	if (rc == 0 && nm.key_own)
+		cloud_key_remove(nm.keypath);
 	for (size_t i = 0; i < b->n; i++)
 		b->results[i].rc = rc;
 	return rc;
@@ -1771,7 +1675,7 @@ static void ec2_close(struct provider *p)
 		aws_config_clear(ep->aws);
 	free(ep->aws);
 	pthread_mutex_destroy(&ep->lock);
-	free(ep->known);
+	cloud_nodes_free(&ep->known);
 	free(ep);
 }
 
@@ -1780,30 +1684,13 @@ static int ec2_params(void *ctx, const struct provider_node *pn, int rank,
 		      struct ssh_params *sp, char *err, size_t errlen)
 {
 	struct ec2_provider *ep = ctx;
-	char address[PROVIDER_ID_MAX + 1] = "", id[PROVIDER_ID_MAX + 1] = "";
+	char address[PROVIDER_ID_MAX + 1], id[PROVIDER_ID_MAX + 1];
 	struct ec2_names nm;
+	int rc = cloud_node_at(&ep->known, pn, rank, address, id,
+			       sizeof(address), err, errlen);
 
-	if (rank == pn->rank) {
-		snprintf(address, sizeof(address), "%s", pn->address);
-		snprintf(id, sizeof(id), "%s", pn->instance_id);
-	} else {
-		pthread_mutex_lock(&ep->lock);
-		for (size_t i = 0; i < ep->nknown; i++)
-			if (ep->known[i].rank == rank &&
-			    strcmp(ep->known[i].handle, pn->handle) == 0) {
-				snprintf(address, sizeof(address), "%s",
-					 ep->known[i].address);
-				snprintf(id, sizeof(id), "%s", ep->known[i].id);
-			}
-		pthread_mutex_unlock(&ep->lock);
-	}
-	if (!*address || !*id) {
-		snprintf(err, errlen,
-			 "node %d of cluster %s has no instance with an "
-			 "address",
-			 rank, pn->handle);
-		return -ENOENT;
-	}
+	if (rc)
+		return rc;
 	snprintf(sp->host, sizeof(sp->host), "%s", address);
 	sp->port = 22;
 	ec2_names(ep, pn, &nm);
@@ -1883,10 +1770,12 @@ struct provider *ec2_provider_open(const struct ec2_settings *s, char *err,
 	 * wait polls at most. */
 	ep->base.watch_ms = ep->s.poll_max_ms;
 	pthread_mutex_init(&ep->lock, NULL);
+	cloud_nodes_init(&ep->known);
 	ep->base.remote =
 		remote_new(&ep->base, ec2_params, ep, ep->s.command_timeout_ms);
 	if (!ep->base.remote) {
 		pthread_mutex_destroy(&ep->lock);
+		cloud_nodes_free(&ep->known);
 		free(ep);
 		snprintf(err, errlen, "out of memory");
 		return NULL;
@@ -1901,27 +1790,32 @@ static int ec2_stray_regions(struct ec2_provider *ep, char (**out)[64],
 			     size_t *n, char *err, size_t errlen)
 {
 	const struct aws_config *aws;
-	char(*v)[64];
+	char(*v)[64], configured[64] = "";
 	size_t k = 0;
 
 	*out = NULL;
 	*n = 0;
 	pthread_mutex_lock(&ep->lock);
 	aws = ec2_aws(ep, err, errlen);
-	v = aws ? calloc(ep->nknown + 1, sizeof(*v)) : NULL;
+	if (aws && *aws->region)
+		snprintf(configured, sizeof(configured), "%s", aws->region);
+	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_lock(&ep->known.lock);
+	v = aws ? calloc(ep->known.n + 1, sizeof(*v)) : NULL;
 	if (aws && !v)
 		snprintf(err, errlen, "out of memory");
-	if (v && *aws->region)
-		snprintf(v[k++], sizeof(*v), "%s", aws->region);
-	for (size_t i = 0; v && i < ep->nknown; i++) {
-		bool seen = !*ep->known[i].region;
+	if (v && *configured)
+		snprintf(v[k++], sizeof(*v), "%s", configured);
+	for (size_t i = 0; v && i < ep->known.n; i++) {
+		const char *r = ep->known.v[i].region;
+		bool seen = !*r;
 
 		for (size_t j = 0; j < k && !seen; j++)
-			seen = strcmp(v[j], ep->known[i].region) == 0;
+			seen = strcmp(v[j], r) == 0;
 		if (!seen)
-			snprintf(v[k++], sizeof(*v), "%s", ep->known[i].region);
+			snprintf(v[k++], sizeof(*v), "%s", r);
 	}
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(&ep->known.lock);
 	if (!v)
 		return -1;
 	*out = v;

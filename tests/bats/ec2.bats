@@ -7,6 +7,7 @@
 
 load helpers
 load fakeec2
+load mpiring
 
 AKID=AKIDCCLFSTEST
 SECRET=cclfs-test-secret-key
@@ -25,22 +26,6 @@ teardown() {
 	if [ -n "${MPIBIN:-}" ]; then
 		rm -rf "$MPIBIN"
 	fi
-}
-
-# The MPI ring of tests/mpi, built where every instance sees it (one
-# filesystem); its expected lines for N ranks.
-ring_build() {
-	MPIBIN=$(mktemp -d "${TMPDIR:-/tmp}/cclfs-mpi.XXXXXX")
-	mpicc -Wall -Wextra -Werror -o "$MPIBIN/ring" "$BATS_TEST_DIRNAME/../mpi/ring.c"
-	chmod 755 "$MPIBIN"
-}
-
-ring_expected() {
-	local n=$1 r
-	echo "rank 0 of $n received $((n - 2))"
-	for ((r = 1; r < n; r++)); do
-		echo "rank $r of $n received $((r - 2))"
-	done
 }
 
 @test "tutorial on ec2: deploy 4 nodes, exec, interrupt, resume with new addresses, terminate" {
@@ -138,17 +123,6 @@ ring_expected() {
 	echo terminated >clusters/m1/state
 	wait_state m1 terminated
 	nothing_left
-}
-
-# From node 0 of cluster $1, the cluster's ssh (what mpirun starts its
-# daemons with) reaches each other node at its address now.
-mpi_reach_all() {
-	local n addr
-	for n in "${@:2}"; do
-		addr=$(sed -n 's/^address: //p' "clusters/$1/nodes/$n/status")
-		echo "\$OMPI_MCA_plm_rsh_agent $addr 'echo \$SSH_CONNECTION'" >"clusters/$1/nodes/0/exec"
-		[ "$(cut -d' ' -f3 "clusters/$1/nodes/0/stdout")" = "$addr" ]
-	done
 }
 
 @test "PeerWorkersMPI on ec2: node 0 reaches every node with the cluster's key, also after resume" {

@@ -7,6 +7,7 @@
 # set here (and in the test hosts' sessions), never by cclfs.
 
 load helpers
+load mpiring
 source "$BATS_TEST_DIRNAME/../sshd/testhosts.bash"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -30,16 +31,6 @@ teardown() {
 		testnet_stop "$NETDIR" || true
 	fi
 	cclfs_teardown
-}
-
-# The ring's output on N ranks, in rank order: rank 0 gets N-2, rank r the
-# r-2 its predecessor passed on.
-ring_expected() {
-	local n=$1 r
-	echo "rank 0 of $n received $((n - 2))"
-	for ((r = 1; r < n; r++)); do
-		echo "rank $r of $n received $((r - 2))"
-	done
 }
 
 # deploy_local NAME TYPE NODES PROCS: a local cluster, running.

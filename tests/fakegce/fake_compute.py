@@ -60,6 +60,8 @@ reads or op_ms have passed; stop: STOPPING then TERMINATED, its sshd killed; sta
 STAGING then RUNNING on a new natIP (the host directory moved, same host key); delete:
 STOPPING, then gone. An instance listens on NET.K:22 (K a slot from FIRST up, the
 lowest never given out first), natIP NET.K when it has an access config; networkIP is
+NET.K too while it has a slot (as the fake EC2's private address: a 10.x address is not
+reachable from the tests, and reaching workers through the manager needs one), else
 10.128.0.K of its first slot. Its sshd accepts the client key of DIR/testhosts (ssh -F
 DIR/testhosts/ssh_config root@NATIP) and every key of its ssh-keys metadata, as root
 only (the state records the user names the lines give).
@@ -939,6 +941,12 @@ class ComputeAPI:
 
     # ------------------------------------------------------------ instances
 
+    def internal(self, inst):
+        """The instance's networkIP (lock held)."""
+        if inst.slot is not None and not inst.gone:
+            return self.address(inst.slot)
+        return '10.128.0.%d' % inst.private_slot
+
     def instance_json(self, inst):
         mt = self.link(self.project, 'zones', inst.zone, 'machineTypes', inst.machine_type)
         nic = {'kind': 'compute#networkInterface', 'name': 'nic0',
@@ -946,7 +954,7 @@ class ComputeAPI:
                                     short_name(inst.nic.get('network') or 'default')),
                'subnetwork': self.link(self.project, 'regions', inst.region, 'subnetworks',
                                        short_name(inst.nic.get('subnetwork') or 'default')),
-               'networkIP': '10.128.0.%d' % inst.private_slot, 'stackType': 'IPV4_ONLY',
+               'networkIP': self.internal(inst), 'stackType': 'IPV4_ONLY',
                'fingerprint': 'AAAAAAAAAAA='}
         if inst.nat:
             ac = {'kind': 'compute#accessConfig', 'type': 'ONE_TO_ONE_NAT',
@@ -1636,7 +1644,7 @@ class ComputeAPI:
                     'labels': dict(i.labels), 'tags': list(i.tags),
                     'natIP': self.address(i.slot) if i.nat and not i.gone else None,
                     'address': self.address(i.slot) if not i.gone else None,
-                    'networkIP': '10.128.0.%d' % i.private_slot,
+                    'networkIP': self.internal(i),
                     'machine_type': i.machine_type, 'architecture': i.architecture,
                     'provisioning_model': i.provisioning, 'users': list(i.users),
                     'preempted': i.preempted, 'resource_policies': list(i.policies),

@@ -254,7 +254,8 @@ class ComputeTest(unittest.TestCase):
             self.assertTrue(inst['machineType'].endswith('/machineTypes/e2-small'))
             self.assertTrue(inst['id'].isdigit())
             self.assertTrue(nat_ip(inst).startswith(NET + '.'))
-            self.assertTrue(inst['networkInterfaces'][0]['networkIP'].startswith('10.128.0.'))
+            self.assertEqual(inst['networkInterfaces'][0]['networkIP'],
+                             inst['networkInterfaces'][0]['accessConfigs'][0].get('natIP'))
             self.assertEqual(inst['scheduling']['provisioningModel'], 'STANDARD')
 
     def test_04_ssh_with_metadata_key(self):

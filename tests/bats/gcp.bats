@@ -1,0 +1,268 @@
+#!/usr/bin/env bats
+# The gcp provider against the fake Compute Engine of tests/fakegce (every
+# JWT's signature and every Bearer token checked; each instance a real sshd
+# on 127.0.5.k): the CloudClusters tutorial, ManagerWorkers, MPI, firewall
+# rules, credentials, zones without capacity, spot, faults, instances of
+# unknown clusters, and a daemon killed at random points.
+
+load helpers
+load fakegce
+load mpiring
+
+FAKE_NET=127.0.5
+
+# Start the fake and write cclfs.conf for it; extra lines go to [gcp].
+gcp_setup() {
+	cclfs_setup --no-mount
+	gce_start
+	gce_conf "$@"
+}
+
+teardown() {
+	fakegce_teardown
+	if [ -n "${MPIBIN:-}" ]; then
+		rm -rf "$MPIBIN"
+	fi
+}
+
+@test "tutorial on gcp: deploy 4 nodes, exec, interrupt, resume with new addresses, terminate" {
+	gcp_setup
+	gce_mount
+	gce_contract c1 4
+	touch contracts/c1/resolve
+	grep -q 'gcp.*e2-standard-2.*us-central1' contracts/c1/resolution
+	echo t1 >contracts/c1/deploy
+	wait_state t1 running
+	[ "$(ls clusters/t1/nodes)" = "$(printf '0\n1\n2\n3')" ]
+	# One bulkInsert for the four, in the region's first zone.
+	[ "$(gce_calls 'POST bulkInsert')" = 1 ]
+	[ "$(gce_count t1 RUNNING)" = 4 ]
+	[ "$(gce_py "sorted(set((i['zone'], i['labels']['cclfs-role'], i['machine_type']) for i in s['instances']))")" = "[('us-central1-a', 'worker', 'e2-standard-2')]" ]
+	[ "$(gce_py "len(set(i['request_id'] for i in s['instances']))")" = 1 ]
+	# Named by rank: the number in the name is the rank + 1.
+	for n in 0 1 2 3; do
+		id=$(sed -n 's/^instance_id: //p' clusters/t1/nodes/$n/status)
+		[[ $id == us-central1-a/cclfs-t1-*-w-000$((n + 1)) ]]
+		addr=$(sed -n 's/^address: //p' clusters/t1/nodes/$n/status)
+		[ "$(gce_py "[i['natIP'] for i in s['instances'] if i['name'] == '${id#*/}'][0]")" = "$addr" ]
+		echo 'echo $SSH_CONNECTION; echo $CCLFS_INSTANCE' >clusters/t1/nodes/$n/exec
+		[ "$(head -1 clusters/t1/nodes/$n/stdout | cut -d' ' -f3)" = "$addr" ]
+		before[n]=$addr
+	done
+	# The debian-12 image of the type's architecture, the login's key in
+	# the ssh-keys metadata, the cluster's network tag.
+	[ "$(gce_py "sorted(set(i['image'] for i in s['instances']))")" = "['debian-cloud/debian-12-bookworm-v20241112']" ]
+	[ "$(gce_py "sorted(set(tuple(i['users']) for i in s['instances']))")" = "[('root',)]" ]
+	tag=$(gce_py "s['instances'][0]['tags'][0]")
+	[[ $tag == cclfs-t1-* ]]
+	# Two firewall rules: SSH from anywhere, everything from the tag.
+	[ "$(gce_py "sorted((f['name'][len('$tag'):], f.get('sourceRanges'), f.get('sourceTags'), f['targetTags'], [a['IPProtocol'] for a in f['allowed']]) for f in s['firewalls'])")" = "[('-internal', None, ['$tag'], ['$tag'], ['all']), ('-ssh', ['0.0.0.0/0'], None, ['$tag'], ['tcp'])]" ]
+	# The generated key stays under the state directory, 0600.
+	key=$(ls "$STATE"/keys/t1-* | grep -v '\.pub$')
+	[ "$(stat -c %a "$key")" = 600 ]
+	grep -q '^gce:us-central1-a/' "$STATE/known_hosts"
+
+	echo interrupted >clusters/t1/state
+	wait_state t1 interrupted
+	[ "$(gce_count t1 TERMINATED)" = 4 ]
+	[ "$(gce_calls 'POST stop')" = 4 ]
+	echo resumed >clusters/t1/state
+	wait_state t1 running
+	[ "$(gce_calls 'POST start')" = 4 ]
+	for n in 0 1 2 3; do
+		addr=$(sed -n 's/^address: //p' clusters/t1/nodes/$n/status)
+		[ "$addr" != "${before[n]}" ]
+		echo 'echo $SSH_CONNECTION' >clusters/t1/nodes/$n/exec
+		[ "$(cut -d' ' -f3 clusters/t1/nodes/$n/stdout)" = "$addr" ]
+		grep -q "^$addr " clusters/t1/hostfile
+	done
+	echo 'cat "$CCLFS_HOSTFILE"' >clusters/t1/nodes/2/exec
+	[ "$(cat clusters/t1/nodes/2/stdout)" = "$(cat clusters/t1/hostfile)" ]
+
+	echo terminated >clusters/t1/state
+	wait_state t1 terminated
+	[ "$(gce_calls 'DELETE instance')" = 4 ]
+	gce_nothing_left
+	[ ! -e "$key" ] && [ ! -e "$key.pub" ]
+	[ "$(gce_py "max(s['launches'].values())")" = 4 ]
+	# No secret anywhere: not the private key, not a token.
+	pk=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["private_key"].splitlines()[1])' "$KEY")
+	! grep -rqF -- "$pk" "$MNT/clusters" "$TESTDIR/daemon.log" "$STATE"
+	! grep -rq 'ya29\.' "$MNT/clusters" "$TESTDIR/daemon.log" "$STATE"
+}
+
+@test "ManagerWorkers on gcp: one bulkInsert per role, workers only through the manager" {
+	gcp_setup
+	gce_mount
+	gce_contract mw 3 ManagerWorkers
+	echo m1 >contracts/mw/deploy
+	wait_state m1 running
+	[ "$(gce_calls 'POST bulkInsert')" = 2 ]
+	[ "$(gce_py "sorted(i['labels']['cclfs-role'] for i in s['instances'])")" = "['manager', 'worker', 'worker', 'worker']" ]
+	[[ $(sed -n 's/^instance_id: //p' clusters/m1/nodes/manager/status) == us-central1-a/cclfs-m1-*-m-1 ]]
+	for n in 0 1 2; do
+		waddr=$(sed -n 's/^address: //p' clusters/m1/nodes/$n/status)
+		# A worker's address is its internal one, reached from the
+		# manager.
+		[ "$(gce_py "[i['networkIP'] for i in s['instances'] if i['labels']['cclfs-role'] == 'worker' and i['name'].endswith('-w-000$((n + 1))')][0]")" = "$waddr" ]
+		echo 'hostname >/dev/null; echo ok' >clusters/m1/nodes/$n/exec
+		[ "$(cat clusters/m1/nodes/$n/stdout)" = ok ]
+	done
+	# cclfs holds no connection of its own to a worker.
+	for n in 0 1 2; do
+		nat=$(gce_py "[i['natIP'] for i in s['instances'] if i['name'].endswith('-w-000$((n + 1))')][0]")
+		run bash -c "ss -Htnp state established dst $nat:22"
+		[[ $output != *cclfs* ]]
+	done
+	echo terminated >clusters/m1/state
+	wait_state m1 terminated
+	gce_nothing_left
+}
+
+@test "PeerWorkersMPI on gcp: a compact placement policy, the MPI ring, node 0 reaches every node also after resume" {
+	gcp_setup
+	gce_mount
+	gce_contract pm 3 PeerWorkersMPI n2-standard-2
+	printf 'OMPI_ALLOW_RUN_AS_ROOT=1\nOMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n' >contracts/pm/config/environment
+	ring_build
+	echo pm >contracts/pm/deploy
+	wait_state pm running
+	tag=$(gce_py "s['instances'][0]['tags'][0]")
+	[ "$(gce_py "[(p['name'], p['groupPlacementPolicy']['collocation']) for p in s['resource_policies']]")" = "[('$tag', 'COLLOCATED')]" ]
+	[ "$(gce_py "sorted(set(tuple(i['resource_policies']) for i in s['instances']))")" = "[('$tag',)]" ]
+	echo "$MPIBIN/ring" >clusters/pm/mpiexec
+	[ "$(grep '^rank' clusters/pm/mpi_stdout | sort -k2n)" = "$(ring_expected 3)" ]
+	mpi_reach_all pm 1 2
+	echo interrupted >clusters/pm/state
+	wait_state pm interrupted
+	echo resumed >clusters/pm/state
+	wait_state pm running
+	mpi_reach_all pm 1 2
+	echo "$MPIBIN/ring" >clusters/pm/mpiexec
+	[ "$(grep '^rank' clusters/pm/mpi_stdout | sort -k2n)" = "$(ring_expected 3)" ]
+	echo terminated >clusters/pm/state
+	wait_state pm terminated
+	gce_nothing_left
+}
+
+@test "credentials: a key the token endpoint refuses, a missing key file: the deploy fails naming them, nothing is made; the project and endpoint as gcloud reads them" {
+	gcp_setup
+	# A key of the same account signed with another private key.
+	python3 "$GCE_PY" --make-key "$TESTDIR/wrong.json" \
+		--email "cclfs@$GCE_PROJECT.iam.gserviceaccount.com" \
+		--project "$GCE_PROJECT" --token-uri "$FAKE_URL/token"
+	export GOOGLE_APPLICATION_CREDENTIALS=$TESTDIR/wrong.json
+	gce_mount
+	gce_contract c 1
+	echo w1 >contracts/c/deploy
+	wait_state w1 failed
+	err=$(cat clusters/w1/error)
+	[[ $err == *"$TESTDIR/wrong.json"* ]]
+	[[ $err == *"Invalid JWT Signature"* ]]
+	[[ $err == "clusters/w1: deploy failed: the token endpoint $FAKE_URL/token refused"* ]]
+	# Once by the mount's check for strays, once by the deploy: a refusal
+	# is not retried.
+	[ "$(grep -c '^POST /token 400' "$FAKE/requests.log")" = 2 ]
+	[ "$(gce_py "(len(s['instances']), len(s['firewalls']))")" = "(0, 0)" ]
+	echo terminated >clusters/w1/state
+	wait_state w1 terminated
+	cd "$TESTDIR" && cclfs_unmount
+
+	export GOOGLE_APPLICATION_CREDENTIALS=$TESTDIR/nothing-here.json
+	gce_mount
+	echo w2 >contracts/c/deploy
+	wait_state w2 failed
+	[[ $(cat clusters/w2/error) == *"$TESTDIR/nothing-here.json"* ]]
+	echo terminated >clusters/w2/state
+	wait_state w2 terminated
+	cd "$TESTDIR" && cclfs_unmount
+
+	# The right key, its project through CLOUDSDK_CORE_PROJECT, the
+	# endpoint through gcloud's override: it works.
+	export GOOGLE_APPLICATION_CREDENTIALS=$KEY
+	export CLOUDSDK_CORE_PROJECT=$GCE_PROJECT
+	export CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE=$FAKE_URL/compute/v1/
+	gce_conf 'endpoint = "http://127.0.0.1:9/nothing/"'
+	export CLOUDSDK_CORE_PROJECT=$GCE_PROJECT
+	export CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE=$FAKE_URL/compute/v1/
+	gce_mount
+	echo w3 >contracts/c/deploy
+	wait_state w3 running
+	echo terminated >clusters/w3/state
+	wait_state w3 terminated
+	gce_nothing_left
+	! grep -rq 'ya29\.' "$MNT/clusters" "$TESTDIR/daemon.log" "$STATE"
+}
+
+@test "capacity: zones a and b exhausted, launched in c with the log saying so; exhausted everywhere, the deploy fails with nothing left" {
+	gcp_setup
+	gce_mount
+	gce_contract c 2 ManagerWorkers
+	gce_post /settings '{"capacity": [{"zone": "us-central1-a", "code": "ZONE_RESOURCE_POOL_EXHAUSTED"}, {"zone": "us-central1-b", "machine_type": "e2-standard-2", "code": "QUOTA_EXCEEDED"}]}'
+	echo z1 >contracts/c/deploy
+	wait_state z1 running
+	[ "$(gce_py "sorted(set(i['zone'] for i in s['instances']))")" = "['us-central1-c']" ]
+	log=$(cat clusters/z1/log)
+	[[ $log == *"zone us-central1-a: ZONE_RESOURCE_POOL_EXHAUSTED; trying the next zone"* ]]
+	[[ $log == *"zone us-central1-b: QUOTA_EXCEEDED; trying the next zone"* ]]
+	[[ $log == *"launched in zone us-central1-c"* ]]
+	[ "$(gce_count z1 RUNNING)" = 3 ]
+	echo terminated >clusters/z1/state
+	wait_state z1 terminated
+	gce_nothing_left
+
+	gce_post /settings '{"capacity": [{"zone": "*"}]}'
+	echo z2 >contracts/c/deploy
+	wait_state z2 failed
+	[[ $(cat clusters/z2/error) == *"no capacity for the cluster in region us-central1 (4 zones tried"* ]]
+	gce_nothing_left
+}
+
+@test "throttling, backend errors and slow answers are retried; a requestId never launches twice" {
+	gcp_setup
+	gce_mount
+	gce_contract c 2
+	gce_post /faults '[{"method": "POST", "path_re": "bulkInsert", "reason": "rateLimitExceeded", "count": 2},
+		{"method": "GET", "path_re": "aggregated/instances", "reason": "backendError", "count": 2},
+		{"method": "POST", "path_re": "firewalls", "status": 500, "reason": "internalError", "count": 1}]'
+	echo r1 >contracts/c/deploy
+	wait_state r1 running
+	[ "$(grep -c 'bulkInsert 429' "$FAKE/requests.log")" = 2 ]
+	[ "$(grep -c 'aggregated/instances 503' "$FAKE/requests.log")" = 2 ]
+	echo true >clusters/r1/exec
+	# A bulkInsert answered too late is sent again with the same
+	# requestId: launched once.
+	gce_post /faults '[{"method": "POST", "path_re": "bulkInsert", "delay_ms": 7000, "count": 1}]'
+	echo r2 >contracts/c/deploy
+	wait_state r2 running
+	[ "$(gce_py "max(s['launches'].values())")" = 2 ]
+	[ "$(gce_count r2 RUNNING)" = 2 ]
+	for h in r1 r2; do
+		echo terminated >clusters/$h/state
+		wait_state $h terminated
+	done
+	gce_nothing_left
+}
+
+@test "instances and firewall rules labelled with a cluster this state directory does not know are reported, not touched" {
+	gcp_setup
+	gce_mount
+	gce_contract c 1
+	echo Mine.1 >contracts/c/deploy
+	wait_state Mine.1 running
+	# Label values are lowercase: the handle is encoded, reversibly.
+	[ "$(gce_py "s['instances'][0]['labels']['cclfs-cluster']")" = "_mine_-1" ]
+	cd "$TESTDIR" && cclfs_unmount
+	STATE=$TESTDIR/state2
+	gce_mount
+	wait_until 30 grep -q 'firewall rule .* of cluster Mine.1' "$TESTDIR/daemon.log"
+	grep -q "gcp: instance cclfs-mine-1-[0-9a-f]*-w-0001 (RUNNING, us-central1-a) is labelled cclfs-cluster=_mine_-1 (handle Mine.1, token [0-9a-f]*) but belongs to no cluster of this state directory; it was left alone" "$TESTDIR/daemon.log"
+	[ "$(gce_py "(len(s['instances']), len(s['firewalls']))")" = "(1, 2)" ]
+	[ "$(gce_calls 'DELETE instance')" = 0 ]
+	cd "$TESTDIR" && cclfs_unmount
+	STATE=$TESTDIR/state
+	gce_mount
+	echo terminated >clusters/Mine.1/state
+	wait_state Mine.1 terminated
+	gce_nothing_left
+}
