@@ -461,13 +461,17 @@ static int gcp_deliver(struct gcp_refresh *r,
 	size_t regions = 0, done = 0;
 	int rc;
 
-	for (size_t i = 0; i < r->types.n; i++)
-		if (s->type && (rc = s->type(s->ctx, &types[i].t))) {
+	for (size_t i = 0; i < r->types.n; i++) {
+		struct provider_catalog_type t = types[i].t;
+
+		t.name = types[i].name; /* not kept: the array moved */
+		if (s->type && (rc = s->type(s->ctx, &t))) {
 			snprintf(err, errlen,
 				 "the catalog did not take type %s: %s",
 				 types[i].name, strerror(-rc));
 			return rc;
 		}
+	}
 	for (size_t i = 0; i < r->offers.n; i++)
 		regions += !i ||
 			   strcmp(offers[i].region, offers[i - 1].region) != 0;
@@ -516,10 +520,20 @@ static void gcp_refresh_free(struct gcp_refresh *r)
 static int gcp_compute_lists(struct gcp_refresh *r, char *err, size_t errlen)
 {
 	const char *project = gcp_api_project(r->api);
-	char url[GCP_URL_MAX], lerr[GCP_CAT_ERR];
+	char url[GCP_URL_MAX], lerr[GCP_CAT_ERR] = "";
 	int rc;
 
-	snprintf(url, sizeof(url), "projects/%.256s/aggregated/machineTypes",
+	if (!*project) {
+		snprintf(err, errlen,
+			 "no project is known to list the machine types of "
+			 "(set [gcp] project)");
+		return -EINVAL;
+	}
+	/* A zone that does not answer is a warning of its scope, not the
+	 * list's failure. */
+	snprintf(url, sizeof(url),
+		 "projects/%.256s/aggregated/machineTypes"
+		 "?returnPartialSuccess=true",
 		 project);
 	rc = gcp_api_list(r->api, url, NULL, gcp_machine_type_item, r,
 			  r->cancel, lerr, sizeof(lerr));
@@ -537,7 +551,9 @@ static int gcp_compute_lists(struct gcp_refresh *r, char *err, size_t errlen)
 		return -ENOENT;
 	}
 	snprintf(url, sizeof(url),
-		 "projects/%.256s/aggregated/acceleratorTypes", project);
+		 "projects/%.256s/aggregated/acceleratorTypes"
+		 "?returnPartialSuccess=true",
+		 project);
 	rc = gcp_api_list(r->api, url, NULL, gcp_accelerator_item, r, r->cancel,
 			  lerr, sizeof(lerr));
 	if (rc == -ECANCELED || rc == -ENOMEM) {

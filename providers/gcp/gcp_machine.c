@@ -107,7 +107,6 @@ void gcp_machine_fill(struct gcp_machine *x, const cJSON *item)
 
 	snprintf(x->name, sizeof(x->name), "%s",
 		 gcp_machine_text(item, "name"));
-	x->t.name = x->name;
 	x->t.vcpus = gcp_machine_number(item, "guestCpus");
 	x->t.memory_bytes = gcp_machine_number(item, "memoryMb") * 1024 * 1024;
 	x->t.accelerator_count = 0;

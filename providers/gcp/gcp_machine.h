@@ -18,7 +18,9 @@ struct gcp_accel_spec {
 	double memory_bytes;   /* per device, NAN when unknown */
 };
 
-/* One machine type; t's strings point into the struct or at tables. */
+/* One machine type; t's strings point at tables, or into the struct once
+ * its accelerator is named (the array then no longer moves); t.name is set
+ * when it is handed over. */
 struct gcp_machine {
 	struct provider_catalog_type t;
 	struct gcp_accel_spec accel;

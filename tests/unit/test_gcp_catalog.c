@@ -509,8 +509,13 @@ static void test_refresh(struct gcp_api *api)
 	if (*err)
 		fprintf(stderr, "refresh: %s\n", err);
 	CHECK(fake_auth("key") > before);
-	/* The fake's 11 machine types; the OBSOLETE one left out. */
+	/* The fake's 11 machine types, each once; the OBSOLETE one left
+	 * out. */
 	CHECK(g.ntypes == 11);
+	for (size_t k = 0; k < g.ntypes; k++)
+		CHECK(got_type_index(&g, g.types[k]) == (int)k);
+	CHECK(got_type_index(&g, "t2a-standard-4") >= 0);
+	CHECK(got_type_index(&g, "e2-small") >= 0);
 	CHECK(got_type_index(&g, "n1-highcpu-2") < 0);
 	CHECK(g.notes[0] == '\0');
 	if (g.notes[0])
