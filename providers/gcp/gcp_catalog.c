@@ -218,7 +218,7 @@ static int gcp_accelerator_item(void *ctx, const cJSON *item, const char *scope)
 /* One page of SKUs; its next page token into next ("" at the end). */
 static int gcp_sku_page(struct gcp_refresh *r, char *next, size_t nextlen)
 {
-	char tok[3 * 1024] = "", key[3 * GCP_CAT_NAME * 2] = "";
+	char tok[3 * 1024] = "", key[3 * 256 + 1] = "";
 	const char *base = r->billing_url;
 	size_t bl = strlen(base);
 	const cJSON *sku, *skus, *nt;
