@@ -29,7 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define GCP_ERR_MAX   1024
+#define GCP_ERR_MAX 1024
+#define GCP_SCOPES                                                             \
+	GCP_SCOPE_COMPUTE                                                      \
+	" https://www.googleapis.com/auth/cloud-billing.readonly"
 #define GCP_ZONES_MAX 16
 
 extern const struct provider_entry provider_gcp;
@@ -153,7 +156,10 @@ static int gcp_ctx_get(struct gcp_provider *gp, struct provider_batch *b,
 	if (!gp->auth) {
 		char why[GCP_AUTH_ERR_MAX];
 
-		gp->auth = gcp_auth_open(gp->s.project, NULL, why, sizeof(why));
+		/* Compute for the clusters, and reading the Billing
+		 * Catalog for a catalog refresh without an API key. */
+		gp->auth = gcp_auth_open(gp->s.project, GCP_SCOPES, why,
+					 sizeof(why));
 		if (!gp->auth) {
 			snprintf(b->err, sizeof(b->err), "gcp: %.900s", why);
 			rc = -EACCES;
@@ -887,12 +893,18 @@ static int gcp_launch_zone(struct gcp_provider *gp, struct gcp_ctx *c,
 			   const char *pub, char *cap, size_t caplen, char *err,
 			   size_t errlen)
 {
-	struct gcp_call calls[2];
-	struct gcp_op ops[2];
+	struct gcp_call *calls = calloc(nroles, sizeof(*calls));
+	struct gcp_op *ops = calloc(nroles, sizeof(*ops));
 	size_t nops = 0;
 	int rc = 0;
 
 	(void)gp;
+	if (!calls || !ops) {
+		free(calls);
+		free(ops);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	for (size_t i = 0; i < nroles; i++) {
 		cJSON *body =
 			gcp_insert_body(c, nm, &roles[i], zone, user, pub);
@@ -931,6 +943,8 @@ static int gcp_launch_zone(struct gcp_provider *gp, struct gcp_ctx *c,
 		}
 	for (size_t i = 0; i < nroles; i++)
 		gcp_call_clear(&calls[i]);
+	free(calls);
+	free(ops);
 	return rc;
 }
 
@@ -1065,6 +1079,25 @@ static int gcp_roles(struct gcp_ctx *c, const struct gcp_names *nm,
 	return 0;
 }
 
+/* Delete the instances a failed relaunch made (by name). */
+static void gcp_relaunch_undo(struct gcp_ctx *c, const struct gcp_names *nm,
+			      char (*names)[GCP_NAME_MAX], size_t n)
+{
+	struct gcp_list l = {0}, mine = {0};
+	char err[GCP_ERR_MAX];
+
+	if (gcp_instances(c, nm, &l, err, sizeof(err)) == 0) {
+		mine.v = l.v;
+		for (size_t j = 0; j < l.n; j++)
+			for (size_t i = 0; i < n; i++)
+				if (strcmp(l.v[j].name, names[i]) == 0)
+					l.v[mine.n++] = l.v[j];
+		if (mine.n)
+			gcp_delete_instances(c, &mine, NULL, err, sizeof(err));
+	}
+	free(l.v);
+}
+
 static int gcp_create(struct provider *p, struct provider_batch *b)
 {
 	struct gcp_provider *gp = gcp_of(p);
@@ -1072,7 +1105,7 @@ static int gcp_create(struct provider *p, struct provider_batch *b)
 	size_t n = b->n, nroles = 0;
 	char pub[SSHKEY_PUBKEY_MAX], zone[64] = "", *err = b->err;
 	size_t errlen = sizeof(b->err);
-	struct gcp_role roles[2];
+	struct gcp_role *roles = calloc(n + 2, sizeof(*roles)), *launch = roles;
 	struct gcp_names nm;
 	struct gcp_ctx c = {0};
 	bool made = false, no_capacity = false;
@@ -1080,8 +1113,11 @@ static int gcp_create(struct provider *p, struct provider_batch *b)
 	char(*old)[PROVIDER_ID_MAX + 1] = NULL;
 	int rc;
 
-	if (n == 0)
-		return 0;
+	if (n == 0 || !roles) {
+		free(roles);
+		snprintf(err, errlen, "out of memory");
+		return n ? -ENOMEM : 0;
+	}
 	gcp_names(gp, &nodes[0], &nm);
 	if (!*nm.token) {
 		snprintf(err, errlen, "the cluster has no token");
@@ -1125,12 +1161,21 @@ static int gcp_create(struct provider *p, struct provider_batch *b)
 
 			snprintf(nm.zone, sizeof(nm.zone), "%.*s",
 				 slash ? (int)(slash - old[0]) : 0, old[0]);
-			/* One node per call: each has its own name. */
-			nroles = 1;
-			roles[0].count = n;
-			roles[0].manager = nodes[0].rank < 0;
-			roles[0].names = names;
-			roles[0].replaces = old[0];
+			/* One call per node: each its own name, and a
+			 * requestId naming the instance it replaces. */
+			for (size_t i = 0; i < n; i++) {
+				bool mgr = nodes[i].rank < 0;
+				const struct gcp_role *t =
+					roles[0].manager == mgr ? &roles[0]
+								: &roles[1];
+
+				roles[2 + i] = *t;
+				roles[2 + i].count = 1;
+				roles[2 + i].names = &names[i];
+				roles[2 + i].replaces = old[i];
+			}
+			launch = roles + 2;
+			nroles = n;
 		}
 	}
 	if (rc)
@@ -1140,7 +1185,7 @@ static int gcp_create(struct provider *p, struct provider_batch *b)
 	if (rc == 0)
 		rc = gcp_placement(&c, &nm, err, errlen);
 	if (rc == 0)
-		rc = gcp_launch(gp, &c, &nm, b, roles, nroles,
+		rc = gcp_launch(gp, &c, &nm, b, launch, nroles,
 				gcp_user(gp, nodes), pub, zone, sizeof(zone),
 				&no_capacity);
 	if (rc == 0) {
@@ -1174,7 +1219,9 @@ static int gcp_create(struct provider *p, struct provider_batch *b)
 	if (rc == 0)
 		rc = gcp_reach_all(gp, nodes, n, c.cancel, err, errlen);
 	if (rc && rc != -ECANCELED && old) {
-		/* A relaunch that failed: the nodes keep their old ids. */
+		/* A relaunch that failed takes back only what it launched:
+		 * the nodes keep their old ids. */
+		gcp_relaunch_undo(&c, &nm, names, n);
 		for (size_t i = 0; i < n; i++)
 			memcpy(nodes[i].instance_id, old[i],
 			       sizeof(nodes[i].instance_id));
@@ -1212,6 +1259,7 @@ out:
 			*nodes[i].instance_id && !(old && rc) ? 0 : rc;
 	free(names);
 	free(old);
+	free(roles);
 	return rc;
 }
 
@@ -1352,33 +1400,43 @@ static int gcp_sig(struct provider *p, struct provider_batch *b)
 	return provider_each(p, b, gcp_sig_one);
 }
 
-/* Whether Compute Engine took the spot instance back: its zone lists a
- * compute.instances.preempted operation for it. */
+struct gcp_preempt {
+	const char *suffix; /* "/zones/Z/instances/NAME" */
+	bool found;
+};
+
+static int gcp_preempt_item(void *ctx, const cJSON *item, const char *scope)
+{
+	struct gcp_preempt *pr = ctx;
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(item, "targetLink");
+	size_t n = strlen(pr->suffix), l;
+
+	(void)scope;
+	if (!cJSON_IsString(t))
+		return 0;
+	l = strlen(t->valuestring);
+	pr->found |= l >= n && strcmp(t->valuestring + l - n, pr->suffix) == 0;
+	return pr->found;
+}
+
+/* Whether Compute Engine took the spot instance ZONE/NAME back: its zone
+ * lists a compute.instances.preempted operation for it. */
 static bool gcp_preempted(struct gcp_ctx *c, const char *id)
 {
 	const char *slash = strchr(id, '/');
-	struct gcp_call call;
-	char filter[512], enc[1024];
-	const cJSON *items;
-	bool yes;
+	char suffix[256], url[256], err[GCP_ERR_MAX];
+	struct gcp_preempt pr = {suffix, false};
 
 	if (!slash)
 		return false;
-	snprintf(filter, sizeof(filter),
-		 "operationType=\"compute.instances.preempted\" AND "
-		 "targetLink:\"%s\"",
-		 slash + 1);
-	if (gcp_api_encode(filter, enc, sizeof(enc)))
-		return false;
-	gcp_call_init(&call, "GET",
-		      "projects/%s/zones/%.*s/operations?filter=%s", c->project,
-		      (int)(slash - id), id, enc);
-	yes = gcp_api_do(c->api, &call, 1, c->cancel) == 0 &&
-	      (items = cJSON_GetObjectItemCaseSensitive(call.answer,
-							"items")) &&
-	      cJSON_GetArraySize(items) > 0;
-	gcp_call_clear(&call);
-	return yes;
+	snprintf(suffix, sizeof(suffix), "/zones/%.*s/instances/%.100s",
+		 (int)(slash - id), id, slash + 1);
+	snprintf(url, sizeof(url), "projects/%.100s/zones/%.*s/operations",
+		 c->project, (int)(slash - id), id);
+	gcp_api_list(c->api, url,
+		     "operationType=\"compute.instances.preempted\"",
+		     gcp_preempt_item, &pr, c->cancel, err, sizeof(err));
+	return pr.found;
 }
 
 static int gcp_describe(struct provider *p, struct provider_batch *b)

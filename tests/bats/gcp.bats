@@ -18,6 +18,12 @@ gcp_setup() {
 	gce_conf "$@"
 }
 
+# Say why an mpiexec failed, then fail.
+mpi_failed() {
+	cat "clusters/$1/error" "clusters/$1/mpi_stderr" >&2
+	return 1
+}
+
 teardown() {
 	fakegce_teardown
 	if [ -n "${MPIBIN:-}" ]; then
@@ -130,7 +136,7 @@ teardown() {
 	tag=$(gce_py "s['instances'][0]['tags'][0]")
 	[ "$(gce_py "[(p['name'], p['groupPlacementPolicy']['collocation']) for p in s['resource_policies']]")" = "[('$tag', 'COLLOCATED')]" ]
 	[ "$(gce_py "sorted(set(tuple(i['resource_policies']) for i in s['instances']))")" = "[('$tag',)]" ]
-	echo "$MPIBIN/ring" >clusters/pm/mpiexec
+	echo "$MPIBIN/ring" >clusters/pm/mpiexec || mpi_failed pm
 	[ "$(grep '^rank' clusters/pm/mpi_stdout | sort -k2n)" = "$(ring_expected 3)" ]
 	mpi_reach_all pm 1 2
 	echo interrupted >clusters/pm/state
@@ -138,7 +144,7 @@ teardown() {
 	echo resumed >clusters/pm/state
 	wait_state pm running
 	mpi_reach_all pm 1 2
-	echo "$MPIBIN/ring" >clusters/pm/mpiexec
+	echo "$MPIBIN/ring" >clusters/pm/mpiexec || mpi_failed pm
 	[ "$(grep '^rank' clusters/pm/mpi_stdout | sort -k2n)" = "$(ring_expected 3)" ]
 	echo terminated >clusters/pm/state
 	wait_state pm terminated
@@ -264,5 +270,128 @@ teardown() {
 	gce_mount
 	echo terminated >clusters/Mine.1/state
 	wait_state Mine.1 terminated
+	gce_nothing_left
+}
+
+@test "spot: nodes launched SPOT; a preempted node shows it, comes back with its rank and a new address, and the MPI ring runs again" {
+	gcp_setup
+	gce_mount
+	gce_contract sp 3 PeerWorkersMPI
+	echo spot >contracts/sp/config/market
+	printf 'OMPI_ALLOW_RUN_AS_ROOT=1\nOMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n' >contracts/sp/config/environment
+	ring_build
+	echo s1 >contracts/sp/deploy
+	wait_state s1 running
+	grep -q '^market: spot$' clusters/s1/info
+	[ "$(gce_py "sorted(set(i['provisioning_model'] for i in s['instances']))")" = "['SPOT']" ]
+	echo "$MPIBIN/ring" >clusters/s1/mpiexec || mpi_failed s1
+	before=$(sed -n 's/^address: //p' clusters/s1/nodes/1/status)
+	old=$(sed -n 's/^instance_id: //p' clusters/s1/nodes/1/status)
+	gce_post /preempt "{\"name\": \"${old#*/}\"}"
+	wait_until 60 grep -q "keys are set up again" clusters/s1/log
+	log=$(cat clusters/s1/log)
+	[[ "$log" == *"node 1 ($old) was preempted: gcp took its spot instance back; it is relaunched"* ]]
+	[[ "$log" == *"node 1 relaunched as us-central1-a/cclfs-s1-"* ]]
+	wait_state s1 running
+	after=$(sed -n 's/^address: //p' clusters/s1/nodes/1/status)
+	new=$(sed -n 's/^instance_id: //p' clusters/s1/nodes/1/status)
+	[ "$after" != "$before" ] && [ "$new" != "$old" ]
+	[[ $new == us-central1-a/cclfs-s1-*-w-0002-* ]]
+	grep -q "^$after " clusters/s1/hostfile
+	[ "$(gce_count s1 RUNNING)" = 3 ]
+	mpi_reach_all s1 1 2
+	echo "$MPIBIN/ring" >clusters/s1/mpiexec || mpi_failed s1
+	[ "$(grep '^rank' clusters/s1/mpi_stdout | sort -k2n)" = "$(ring_expected 3)" ]
+	echo terminated >clusters/s1/state
+	wait_state s1 terminated
+	gce_nothing_left
+}
+
+# After a crash and a remount: every instance in the fake belongs to a
+# cluster the tree shows, and no requestId launched more than the role's
+# count ($1).
+gce_crash_check() {
+	local bad
+	bad=$(gce_py "[i['name'] for i in s['instances'] if not __import__('os').path.isdir('$MNT/clusters/' + i['labels'].get('cclfs-cluster', '?'))]")
+	[ "$bad" = "[]" ] || {
+		echo "instances of no visible cluster: $bad" >&2
+		return 1
+	}
+	[ "$(gce_py "max(list(s['launches'].values()) + [0])")" -le "$1" ]
+}
+
+@test "crash: the daemon killed at 20 random points of deploy and terminate leaks and duplicates nothing" {
+	gcp_setup
+	gce_mount
+	gce_contract c 2
+	gce_post /settings '{"op_ms": 150}'
+	for i in $(seq 1 20); do
+		h=k$i
+		delay=$(python3 -c "import random; print(round(random.uniform(0, 0.8), 3))")
+		if [ "$i" -le 10 ]; then
+			echo $h >contracts/c/deploy
+			sleep "$delay"
+			cd "$TESTDIR" && cclfs_crash && gce_mount
+			# Finished or rolled back, never stuck.
+			for _ in $(seq 1 400); do
+				s=$(cat clusters/$h/state)
+				[ "$s" = running ] || [ "$s" = failed ] && break
+				sleep 0.05
+			done
+			[ "$s" = running ] || [ "$s" = failed ]
+			echo "# crash $i during deploy after ${delay}s: $s" >&3
+		else
+			echo $h >contracts/c/deploy
+			wait_state $h running
+			echo terminated >clusters/$h/state
+			sleep "$delay"
+			cd "$TESTDIR" && cclfs_crash && gce_mount
+			wait_state $h terminated
+			echo "# crash $i during terminate after ${delay}s" >&3
+		fi
+		gce_crash_check 2
+		if [ "$(cat clusters/$h/state)" != terminated ]; then
+			echo terminated >clusters/$h/state
+			wait_state $h terminated
+		fi
+		[ "$(gce_count $h '')" = 0 ]
+	done
+	gce_nothing_left
+}
+
+@test "crash: the daemon killed at random points of a spot relaunch and of a zone failover leaks and duplicates nothing" {
+	gcp_setup
+	gce_mount
+	gce_contract c 2
+	echo spot >contracts/c/config/market
+	echo r >contracts/c/deploy
+	wait_state r running
+	for i in $(seq 1 3); do
+		old=$(sed -n 's/^instance_id: //p' clusters/r/nodes/1/status)
+		gce_post /preempt "{\"name\": \"${old#*/}\"}"
+		delay=$(python3 -c "import random; print(round(random.uniform(0, 1.2), 3))")
+		sleep "$delay"
+		cd "$TESTDIR" && cclfs_crash && gce_mount
+		# Relaunched once, whatever the crash interrupted.
+		wait_until 60 eval '[ "$(cat clusters/r/state)" = running ] && grep -q "^state: running$" clusters/r/nodes/1/status && [ "$(sed -n "s/^instance_id: //p" clusters/r/nodes/1/status)" != "$old" ]'
+		echo "# crash $i during a relaunch after ${delay}s" >&3
+		gce_crash_check 2
+		[ "$(gce_count r RUNNING)" = 2 ]
+	done
+	echo terminated >clusters/r/state
+	wait_state r terminated
+	gce_post /settings '{"capacity": [{"zone": "us-central1-a"}, {"zone": "us-central1-b"}]}'
+	for i in 1 2 3; do
+		echo f$i >contracts/c/deploy
+		delay=$(python3 -c "import random; print(round(random.uniform(0, 1.0), 3))")
+		sleep "$delay"
+		cd "$TESTDIR" && cclfs_crash && gce_mount
+		wait_state f$i running
+		echo "# crash $i during a failover after ${delay}s" >&3
+		[ "$(gce_py "sorted(set(i['zone'] for i in s['instances'] if i['labels']['cclfs-cluster'] == 'f$i'))")" = "['us-central1-c']" ]
+		gce_crash_check 2
+		echo terminated >clusters/f$i/state
+		wait_state f$i terminated
+	done
 	gce_nothing_left
 }
