@@ -426,6 +426,72 @@ static int ssh_known_in(LIBSSH2_SESSION *s, const char *file, const char *host,
 	return rc;
 }
 
+/* known_hosts key types and libssh2's bits for them. */
+static const struct {
+	const char *name;
+	int bits;
+} ssh_key_types[] = {
+	{"ssh-ed25519", LIBSSH2_KNOWNHOST_KEY_ED25519},
+	{"ecdsa-sha2-nistp256", LIBSSH2_KNOWNHOST_KEY_ECDSA_256},
+	{"ecdsa-sha2-nistp384", LIBSSH2_KNOWNHOST_KEY_ECDSA_384},
+	{"ecdsa-sha2-nistp521", LIBSSH2_KNOWNHOST_KEY_ECDSA_521},
+	{"ssh-rsa", LIBSSH2_KNOWNHOST_KEY_SSHRSA},
+};
+
+int ssh_hosts_pin(const char *file, const char *name, const char *type,
+		  const char *b64, char *err, size_t errlen)
+{
+	LIBSSH2_SESSION *s;
+	LIBSSH2_KNOWNHOSTS *kh = NULL;
+	struct libssh2_knownhost *e = NULL;
+	int bits = -1, rc = 0;
+	bool known = false;
+
+	for (size_t i = 0; i < sizeof(ssh_key_types) / sizeof(ssh_key_types[0]);
+	     i++)
+		if (strcmp(type, ssh_key_types[i].name) == 0)
+			bits = ssh_key_types[i].bits;
+	if (bits < 0) {
+		snprintf(err, errlen, "host key type %.60s is not supported",
+			 type);
+		return -EINVAL;
+	}
+	pthread_once(&ssh_once, ssh_global_init);
+	pthread_mutex_lock(&ssh_hosts_lock);
+	s = libssh2_session_init();
+	if (s)
+		kh = libssh2_knownhost_init(s);
+	if (!kh) {
+		rc = -ENOMEM;
+	} else {
+		if (access(file, R_OK) == 0)
+			libssh2_knownhost_readfile(
+				kh, file, LIBSSH2_KNOWNHOST_FILE_OPENSSH);
+		/* A name already known keeps its keys: the connection's
+		 * check then tells a changed key. */
+		while (!known && libssh2_knownhost_get(kh, &e, e) == 0)
+			known = e->name && strcmp(e->name, name) == 0;
+		if (!known &&
+		    (libssh2_knownhost_addc(
+			     kh, name, NULL, b64, strlen(b64), NULL, 0,
+			     LIBSSH2_KNOWNHOST_TYPE_PLAIN |
+				     LIBSSH2_KNOWNHOST_KEYENC_BASE64 | bits,
+			     NULL) ||
+		     libssh2_knownhost_writefile(
+			     kh, file, LIBSSH2_KNOWNHOST_FILE_OPENSSH)))
+			rc = -EIO;
+		libssh2_knownhost_free(kh);
+	}
+	if (s)
+		libssh2_session_free(s);
+	pthread_mutex_unlock(&ssh_hosts_lock);
+	if (rc)
+		snprintf(err, errlen,
+			 "cannot record the host key of %.120s in %.300s", name,
+			 file);
+	return rc;
+}
+
 static int ssh_record_key(struct ssh_conn *c, const char *key, size_t len,
 			  int bits, char *err, size_t errlen)
 {

@@ -72,6 +72,13 @@ int ssh_exec_wait(struct ssh_conn *c, struct ssh_exec *x,
 int ssh_exec(struct ssh_conn *c, struct ssh_exec *x, int (*cancelled)(void *),
 	     void *ctx, char *err, size_t errlen);
 
+/* Record a host key published out of band (a cloud's guest attributes)
+ * under `name` in the known-hosts file `file`, unless the name is there
+ * already: TYPE ("ssh-ed25519") and the key's base64. 0, or -errno with
+ * err. */
+int ssh_hosts_pin(const char *file, const char *name, const char *type,
+		  const char *b64, char *err, size_t errlen);
+
 /* Quote s for a POSIX shell ('...'); returns 0, or -1 when out is short. */
 int ssh_quote(const char *s, char *out, size_t outlen);
 

@@ -14,6 +14,7 @@
 #include "providers/gcp/gcp_names.h"
 #include "providers/provider.h"
 #include "providers/remote.h"
+#include "providers/ssh.h"
 #include "providers/sshkey.h"
 
 #include <errno.h>
@@ -65,6 +66,7 @@ struct gcp_names {
 	bool key_own; /* the key is cclfs's, made at deploy */
 	char imageid[512], network[256], subnet[256], ssh_cidr[64];
 	char region[64], zone[64], cluster_type[32];
+	char gpu[128];	/* config/gpu: TYPE[:COUNT] attached to N1 types */
 	int failover;	/* zones tried at most (0: every zone) */
 	bool spot[2];	/* per role (manager, worker) */
 	bool placement; /* an MPI cluster: nodes close together */
@@ -82,6 +84,10 @@ static const char *const gcp_compact_series[] = {
 	"c4d", "g2", "h3", "n2",  "n2d", "t2d",
 };
 
+/* The series whose machine types come with GPUs. */
+static const char *const gcp_gpu_series[] = {"a2",  "a3", "a4",
+					     "a4x", "g2", "g4"};
+
 /* The series of Arm machine types. */
 static const char *const gcp_arm_series[] = {"t2a", "c4a", "n4a", "a4x"};
 
@@ -93,6 +99,13 @@ static bool gcp_series_in(const char *type, const char *const *v, size_t n)
 		if (strlen(v[i]) == l && strncmp(type, v[i], l) == 0)
 			return true;
 	return false;
+}
+
+static bool gcp_has_gpu(const char *type)
+{
+	return gcp_series_in(type, gcp_gpu_series,
+			     sizeof(gcp_gpu_series) /
+				     sizeof(gcp_gpu_series[0]));
 }
 
 static bool gcp_is_arm(const char *type)
@@ -133,6 +146,7 @@ static void gcp_names(const struct gcp_provider *gp,
 			sizeof(nm->zone));
 	provider_option(pn->options, "cluster_type", "", nm->cluster_type,
 			sizeof(nm->cluster_type));
+	provider_option(pn->options, "gpu", "", nm->gpu, sizeof(nm->gpu));
 	provider_option(pn->options, "failover", "0", word, sizeof(word));
 	nm->failover = atoi(word);
 	provider_option(pn->options, "market", "", word, sizeof(word));
@@ -762,7 +776,6 @@ static cJSON *gcp_insert_body(const struct gcp_ctx *c,
 	char net[512], keyline[SSHKEY_PUBKEY_MAX + 80], pattern[GCP_NAME_MAX];
 	bool spot = nm->spot[!r->manager];
 
-	(void)zone;
 	cJSON_AddNumberToObject(b, "count", (double)r->count);
 	if (r->names) {
 		cJSON *per =
@@ -807,11 +820,28 @@ static cJSON *gcp_insert_body(const struct gcp_ctx *c,
 					"DELETE");
 	}
 	/* GPUs cannot move to another host while running. */
-	if (strncmp(r->type, "g2-", 3) == 0 ||
-	    strncmp(r->type, "a2-", 3) == 0 ||
-	    strncmp(r->type, "a3-", 3) == 0 || spot)
+	if (gcp_has_gpu(r->type) || *nm->gpu || spot)
 		cJSON_AddStringToObject(sched, "onHostMaintenance",
 					"TERMINATE");
+	if (*nm->gpu) {
+		/* GPUs attached to an N1 machine type: TYPE[:COUNT]. */
+		cJSON *accs = cJSON_AddArrayToObject(p, "guestAccelerators");
+		cJSON *acc = cJSON_CreateObject();
+		char gtype[256];
+		int count = 1;
+		const char *colon = strchr(nm->gpu, ':');
+
+		if (colon)
+			count = atoi(colon + 1);
+		snprintf(gtype, sizeof(gtype),
+			 "projects/%s/zones/%s/acceleratorTypes/%.*s",
+			 c->project, zone,
+			 colon ? (int)(colon - nm->gpu) : (int)strlen(nm->gpu),
+			 nm->gpu);
+		cJSON_AddStringToObject(acc, "acceleratorType", gtype);
+		cJSON_AddNumberToObject(acc, "acceleratorCount", count);
+		cJSON_AddItemToArray(accs, acc);
+	}
 	if (nm->placement && !r->manager) {
 		char pol[512];
 
@@ -1061,6 +1091,15 @@ static int gcp_roles(struct gcp_ctx *c, const struct gcp_names *nm,
 		for (size_t k = 0; k < *nroles; k++)
 			if (roles[k].manager == mgr)
 				r = &roles[k];
+		if (!r && *nm->gpu &&
+		    strncmp(nodes[i].instance_type, "n1-", 3)) {
+			snprintf(b->err, sizeof(b->err),
+				 "config/gpu: only N1 machine types take "
+				 "attached GPUs, and %.60s is not one; leave "
+				 "config/gpu empty or resolve to an N1 type",
+				 nodes[i].instance_type);
+			return -EINVAL;
+		}
 		if (!r) {
 			int rc;
 
@@ -1077,6 +1116,51 @@ static int gcp_roles(struct gcp_ctx *c, const struct gcp_names *nm,
 		r->count++;
 	}
 	return 0;
+}
+
+/* The host keys the instances publish in their guest attributes (Google's
+ * guest environment does), recorded before the first connection so that it
+ * verifies them; an instance that publishes none is trusted on first use. */
+static void gcp_hostkeys(struct gcp_provider *gp, struct gcp_ctx *c,
+			 const struct provider_node *nodes, size_t n)
+{
+	struct gcp_call *calls = calloc(n ? n : 1, sizeof(*calls));
+
+	if (!calls)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const char *id = nodes[i].instance_id;
+		const char *slash = strchr(id, '/');
+
+		gcp_call_init(&calls[i], "GET",
+			      "projects/%s/zones/%.*s/instances/%s/"
+			      "getGuestAttributes?queryPath=hostkeys%%2F",
+			      c->project, slash ? (int)(slash - id) : 0, id,
+			      slash ? slash + 1 : id);
+	}
+	gcp_api_do(c->api, calls, n, c->cancel);
+	for (size_t i = 0; i < n; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(calls[i].answer,
+							 "queryValue"),
+			"items");
+		const cJSON *item;
+		char alias[PROVIDER_ID_MAX + 8], type[64], key[2048], e[512];
+
+		snprintf(alias, sizeof(alias), "gce:%s", nodes[i].instance_id);
+		if (calls[i].rc)
+			v = NULL;
+		cJSON_ArrayForEach(item, v)
+		{
+			gcp_copy_string(item, "key", type, sizeof(type));
+			gcp_copy_string(item, "value", key, sizeof(key));
+			if (*type && *key)
+				ssh_hosts_pin(gp->s.own_hosts, alias, type, key,
+					      e, sizeof(e));
+		}
+		gcp_call_clear(&calls[i]);
+	}
+	free(calls);
 }
 
 /* Delete the instances a failed relaunch made (by name). */
@@ -1212,6 +1296,8 @@ static int gcp_create(struct provider *p, struct provider_batch *b)
 	}
 	if (rc == 0)
 		rc = gcp_wait(gp, &c, &nm, nodes, n, "RUNNING", err, errlen);
+	if (rc == 0)
+		gcp_hostkeys(gp, &c, nodes, n);
 	if (rc == 0)
 		cloud_workdirs(nodes, n);
 	for (size_t i = 0; rc == 0 && i < n; i++)
@@ -1720,7 +1806,7 @@ static int gcp_default_region(const struct config *conf, char *buf, size_t len)
 	return found;
 }
 
-static const char *const gcp_config_keys[] = {"network", NULL};
+static const char *const gcp_config_keys[] = {"network", "gpu", NULL};
 
 const struct provider_entry provider_gcp = {
 	.name = "gcp",

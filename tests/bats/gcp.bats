@@ -66,7 +66,14 @@ teardown() {
 	# The generated key stays under the state directory, 0600.
 	key=$(ls "$STATE"/keys/t1-* | grep -v '\.pub$')
 	[ "$(stat -c %a "$key")" = 600 ]
-	grep -q '^gce:us-central1-a/' "$STATE/known_hosts"
+	# Each host key came from the instance's guest attributes, before
+	# the first connection.
+	[ "$(gce_calls 'GET getGuestAttributes')" = 4 ]
+	for n in 0 1 2 3; do
+		id=$(sed -n 's/^instance_id: //p' clusters/t1/nodes/$n/status)
+		dir=$(gce_py "[i['host_dir'] for i in s['instances'] if i['name'] == '${id#*/}'][0]")
+		[ "$(grep "^gce:$id " "$STATE/known_hosts" | cut -d' ' -f2-3)" = "$(cut -d' ' -f1-2 "$dir/ssh_host_ed25519_key.pub")" ]
+	done
 
 	echo interrupted >clusters/t1/state
 	wait_state t1 interrupted
@@ -393,5 +400,27 @@ gce_crash_check() {
 		echo terminated >clusters/f$i/state
 		wait_state f$i terminated
 	done
+	gce_nothing_left
+}
+
+@test "GPUs attached to an N1 type (config/gpu), maintenance terminates them; another series is refused; without guest attributes host keys are trusted on first use" {
+	gcp_setup
+	gce_mount
+	gce_post /settings '{"guest_hostkeys": false}'
+	gce_contract g 1 "" n1-standard-4
+	echo nvidia-tesla-t4:2 >contracts/g/config/gpu
+	echo g1 >contracts/g/deploy
+	wait_state g1 running
+	[ "$(gce_py "[(i['accelerators'], i['on_host_maintenance']) for i in s['instances']]")" = "[(['nvidia-tesla-t4:2'], 'TERMINATE')]" ]
+	id=$(sed -n 's/^instance_id: //p' clusters/g1/nodes/0/status)
+	grep -q "^gce:$id ssh-ed25519 " "$STATE/known_hosts"
+	echo terminated >clusters/g1/state
+	wait_state g1 terminated
+	echo e2-standard-2 >contracts/g/node_machinetype
+	echo g2 >contracts/g/deploy
+	wait_state g2 failed
+	[[ $(cat clusters/g2/error) == *"config/gpu: only N1 machine types take attached GPUs, and e2-standard-2 is not one"* ]]
+	echo terminated >clusters/g2/state
+	wait_state g2 terminated
 	gce_nothing_left
 }

@@ -1648,6 +1648,10 @@ class ComputeAPI:
                     'machine_type': i.machine_type, 'architecture': i.architecture,
                     'provisioning_model': i.provisioning, 'users': list(i.users),
                     'preempted': i.preempted, 'resource_policies': list(i.policies),
+                    'accelerators': ['%s:%s' % (short_name(a.get('acceleratorType')),
+                                                a.get('acceleratorCount', 1))
+                                     for a in i.props.get('guestAccelerators') or []],
+                    'on_host_maintenance': i.scheduling.get('onHostMaintenance'),
                     'request_id': i.request_id, 'sshd_pid': i.sshd_pid,
                     'host_dir': self.hosts.path(i.dir_slot) if i.dir_slot is not None
                     else None,

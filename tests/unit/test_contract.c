@@ -92,7 +92,8 @@ int main(void)
 					    "config/security_group_id",
 					    "config/resolve_policy",
 					    "config/environment",
-					    "config/network"};
+					    "config/network",
+					    "config/gpu"};
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		CHECK(contract_field_by_path(files[i]) >= 0);
 		if (contract_field_by_path(files[i]) < 0)
@@ -100,7 +101,7 @@ int main(void)
 	}
 	CHECK(contract_field_by_path("manager/resolve") < 0);
 	CHECK(contract_field_by_path("nonsense") < 0);
-	CHECK(contract_field_count() == 27 + 19 + 19 + 21);
+	CHECK(contract_field_count() == 27 + 19 + 19 + 22);
 	CHECK(contract_dir_find("manager") == CONTRACT_DIR_MANAGER);
 	CHECK(contract_dir_find("clusters") == CONTRACT_DIR_CLUSTERS);
 	CHECK(contract_dir_find("bogus") < 0);
