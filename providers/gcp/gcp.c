@@ -676,8 +676,9 @@ static int gcp_image(struct gcp_ctx *c, const struct gcp_names *nm,
 				snprintf(out, outlen, "%s", v->valuestring);
 			else
 				snprintf(err, errlen,
-					 "config/imageid: the %s image for %s "
-					 "cannot be found: %.700s",
+					 "config/imageid: the %.60s image for "
+					 "%.60s "
+					 "cannot be found: %.400s",
 					 nm->imageid, type, call.err);
 			gcp_call_clear(&call);
 			return rc;
@@ -923,8 +924,8 @@ static int gcp_launch_zone(struct gcp_provider *gp, struct gcp_ctx *c,
 			   const char *pub, char *cap, size_t caplen, char *err,
 			   size_t errlen)
 {
-	struct gcp_call *calls = calloc(nroles, sizeof(*calls));
-	struct gcp_op *ops = calloc(nroles, sizeof(*ops));
+	struct gcp_call *calls = calloc(nroles ? nroles : 1, sizeof(*calls));
+	struct gcp_op *ops = calloc(nroles ? nroles : 1, sizeof(*ops));
 	size_t nops = 0;
 	int rc = 0;
 
@@ -1092,7 +1093,7 @@ static int gcp_roles(struct gcp_ctx *c, const struct gcp_names *nm,
 			if (roles[k].manager == mgr)
 				r = &roles[k];
 		if (!r && *nm->gpu &&
-		    strncmp(nodes[i].instance_type, "n1-", 3)) {
+		    strncmp(nodes[i].instance_type, "n1-", 3) != 0) {
 			snprintf(b->err, sizeof(b->err),
 				 "config/gpu: only N1 machine types take "
 				 "attached GPUs, and %.60s is not one; leave "
@@ -1276,7 +1277,7 @@ static int gcp_create(struct provider *p, struct provider_batch *b)
 		struct gcp_list l = {0};
 
 		rc = gcp_instances(&c, &nm, &l, err, errlen);
-		if (rc == 0 && b->relaunch) {
+		if (rc == 0 && names) {
 			for (size_t i = 0; i < n; i++)
 				for (size_t j = 0; j < l.n; j++)
 					if (strcmp(l.v[j].name, names[i]) == 0)
@@ -1296,14 +1297,13 @@ static int gcp_create(struct provider *p, struct provider_batch *b)
 	}
 	if (rc == 0)
 		rc = gcp_wait(gp, &c, &nm, nodes, n, "RUNNING", err, errlen);
-	if (rc == 0)
+	if (rc == 0) {
 		gcp_hostkeys(gp, &c, nodes, n);
-	if (rc == 0)
 		cloud_workdirs(nodes, n);
-	for (size_t i = 0; rc == 0 && i < n; i++)
-		cloud_know(&gp->known, &nodes[i]);
-	if (rc == 0)
+		for (size_t i = 0; i < n; i++)
+			cloud_know(&gp->known, &nodes[i]);
 		rc = gcp_reach_all(gp, nodes, n, c.cancel, err, errlen);
+	}
 	if (rc && rc != -ECANCELED && old) {
 		/* A relaunch that failed takes back only what it launched:
 		 * the nodes keep their old ids. */

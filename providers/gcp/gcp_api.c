@@ -676,7 +676,8 @@ int gcp_api_wait(struct gcp_api *a, struct gcp_op *ops, size_t n,
 			}
 		if (k == 0)
 			break;
-		rc = gcp_api_do(a, calls, k, cancel);
+		/* Each call's own result is read below. */
+		(void)gcp_api_do(a, calls, k, cancel);
 		for (size_t j = 0; j < k; j++) {
 			if (calls[j].rc == 0)
 				gcp_op_read(&ops[which[j]], calls[j].answer);
