@@ -16,8 +16,8 @@
 # delayed, its tokens are counted apart. The fake's operations end OP_MS
 # (default 300, the fake's own) after they are made and once what they wait
 # for is over (an sshd started or killed); its instances turn RUNNING once
-# their sshd listens and two reads or OP_MS have passed. Its listen backlog
-# is raised to 128 (see below).
+# their sshd listens and two reads or OP_MS have passed. It listens with a
+# backlog of 128 (64 calls at once never wait for TCP's retransmissions).
 #
 # What the issue asks: the calls that act (bulkInsert, stop, start, delete)
 # are issued in parallel, and the wall time of interrupt and terminate at 64
@@ -65,21 +65,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The fake's server listens with Python's default backlog of 5: 64 calls at
-# once overflow it, and the connections left out wait for TCP's
-# retransmissions (1 s, doubling: a minute and more for 64 stops, calls
-# timing out and retried). Measured with 64 parallel GETs and 50 ms per
-# call: 65 to 175 s with a backlog of 5, 0.24 s with 128. The fake is
-# started with 128, as the fake EC2 server has, so that what is measured is
-# cclfs, not the fake's accept queue.
 GCE_PY=$REPO/tests/fakegce/fake_gce.py
-python3 -c '
-import http.server, os, runpy, sys
-http.server.ThreadingHTTPServer.request_queue_size = 128
-sys.path.insert(0, os.path.dirname(sys.argv[1]))
-sys.argv = sys.argv[1:]
-runpy.run_path(sys.argv[0], run_name="__main__")' "$GCE_PY" \
-	--dir "$FAKE" --net 127.0.7 --first 10 --project "$PROJECT" \
+python3 "$GCE_PY" --dir "$FAKE" --net 127.0.7 --first 10 --project "$PROJECT" \
 	--service-account "$KEY" >"$DIR/fake.log" 2>&1 &
 FAKE_PID=$!
 for _ in $(seq 1 200); do

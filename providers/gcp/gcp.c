@@ -54,6 +54,7 @@ struct gcp_ctx {
 	struct gcp_api *api;
 	struct cancel *cancel;
 	const char *project;
+	struct cloud_poll poll; /* how long and how often to poll */
 };
 
 /* A cluster's names and settings, from its handle, token and options. */
@@ -166,6 +167,8 @@ static int gcp_ctx_get(struct gcp_provider *gp, struct provider_batch *b,
 	int rc = 0;
 
 	c->cancel = b->cancel;
+	c->poll = (struct cloud_poll){gp->s.boot_timeout_ms,
+				      gp->s.poll_first_ms, gp->s.poll_max_ms};
 	pthread_mutex_lock(&gp->lock);
 	if (!gp->auth) {
 		char why[GCP_AUTH_ERR_MAX];
@@ -461,12 +464,62 @@ static int gcp_wait(struct gcp_provider *gp, struct gcp_ctx *c,
 
 /* Delete every instance of the list (in `zone` only, when not NULL) at
  * once and wait until they are gone. */
-static int gcp_delete_instances(struct gcp_ctx *c, const struct gcp_list *l,
-				const char *zone, char *err, size_t errlen)
+/* Whether the list holds ZONE/NAME. */
+static bool gcp_listed(const struct gcp_list *l, const char *zone,
+		       const char *name)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->v[i].zone, zone) == 0 &&
+		    strcmp(l->v[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+/* Poll the cluster's instances until none of l's (in `zone`, or any when
+ * NULL) is listed: one call whatever their number, where waiting on each
+ * deletion's operation would be one per instance. */
+static int gcp_gone(struct gcp_ctx *c, const struct gcp_names *nm,
+		    const struct gcp_list *l, const char *zone, char *err,
+		    size_t errlen)
+{
+	int64_t deadline = cloud_now_ms() + c->poll.boot_ms;
+	long delay = c->poll.first_ms > 0 ? c->poll.first_ms : 1000;
+
+	for (;;) {
+		struct gcp_list now = {0};
+		size_t left = 0;
+		int rc = cloud_sleep_ms(c->cancel, cloud_jitter(delay), err,
+					errlen);
+
+		if (rc == 0)
+			rc = gcp_instances(c, nm, &now, err, errlen);
+		for (size_t i = 0; rc == 0 && i < l->n; i++)
+			if ((!zone || strcmp(l->v[i].zone, zone) == 0) &&
+			    gcp_listed(&now, l->v[i].zone, l->v[i].name))
+				left++;
+		free(now.v);
+		if (rc || left == 0)
+			return rc;
+		if (cloud_now_ms() > deadline) {
+			snprintf(err, errlen,
+				 "%zu instances of the cluster are still there "
+				 "%d s after their deletion",
+				 left, c->poll.boot_ms / 1000);
+			return -ETIMEDOUT;
+		}
+		delay = delay * 2 > c->poll.max_ms ? c->poll.max_ms : delay * 2;
+	}
+}
+
+/* Delete every instance of the list (in `zone` only, when not NULL) at
+ * once and wait until they are gone. */
+static int gcp_delete_instances(struct gcp_ctx *c, const struct gcp_names *nm,
+				const struct gcp_list *l, const char *zone,
+				char *err, size_t errlen)
 {
 	struct gcp_call *calls = calloc(l->n ? l->n : 1, sizeof(*calls));
 	size_t k = 0;
-	int rc;
+	int rc = 0;
 
 	if (!calls) {
 		snprintf(err, errlen, "out of memory");
@@ -478,11 +531,16 @@ static int gcp_delete_instances(struct gcp_ctx *c, const struct gcp_list *l,
 				      "projects/%s/zones/%s/instances/%s",
 				      c->project, l->v[i].zone, l->v[i].name);
 	gcp_api_do(c->api, calls, k, c->cancel);
-	rc = gcp_wait_calls(c, calls, k, -ENOENT, err, errlen);
+	/* Deleted already (a retry, a crash): gone is what is wanted. */
+	for (size_t i = 0; i < k && rc == 0; i++)
+		if (calls[i].rc && calls[i].rc != -ENOENT) {
+			snprintf(err, errlen, "%s", calls[i].err);
+			rc = calls[i].rc;
+		}
 	for (size_t i = 0; i < k; i++)
 		gcp_call_clear(&calls[i]);
 	free(calls);
-	return rc;
+	return rc == 0 && k ? gcp_gone(c, nm, l, zone, err, errlen) : rc;
 }
 
 /* --- firewall rules and the placement policy --- */
@@ -628,7 +686,7 @@ static int gcp_destroy(struct gcp_ctx *c, const struct gcp_names *nm, char *err,
 	int rc = gcp_instances(c, nm, &l, err, errlen);
 
 	if (rc == 0 && l.n)
-		rc = gcp_delete_instances(c, &l, NULL, err, errlen);
+		rc = gcp_delete_instances(c, nm, &l, NULL, err, errlen);
 	free(l.v);
 	if (rc == 0)
 		rc = gcp_delete_rules(c, nm, err, errlen);
@@ -1027,8 +1085,8 @@ static int gcp_launch(struct gcp_provider *gp, struct gcp_ctx *c,
 			int drc = gcp_instances(c, nm, &l, e2, sizeof(e2));
 
 			if (drc == 0 && l.n)
-				drc = gcp_delete_instances(c, &l, zones[z], e2,
-							   sizeof(e2));
+				drc = gcp_delete_instances(c, nm, &l, zones[z],
+							   e2, sizeof(e2));
 			free(l.v);
 			if (drc) {
 				snprintf(err, errlen,
@@ -1178,7 +1236,8 @@ static void gcp_relaunch_undo(struct gcp_ctx *c, const struct gcp_names *nm,
 				if (strcmp(l.v[j].name, names[i]) == 0)
 					l.v[mine.n++] = l.v[j];
 		if (mine.n)
-			gcp_delete_instances(c, &mine, NULL, err, sizeof(err));
+			gcp_delete_instances(c, nm, &mine, NULL, err,
+					     sizeof(err));
 	}
 	free(l.v);
 }
@@ -1388,7 +1447,18 @@ static int gcp_switch(struct provider *p, struct provider_batch *b, bool start)
 	}
 	if (rc == 0) {
 		gcp_api_do(c.api, calls, k, c.cancel);
-		rc = gcp_wait_calls(&c, calls, k, 0, b->err, sizeof(b->err));
+		/* A start can fail after it was accepted (no capacity in the
+		 * zone): its operation says so. A stop's end is seen by the
+		 * list the wait below reads, one call for every instance. */
+		if (start)
+			rc = gcp_wait_calls(&c, calls, k, 0, b->err,
+					    sizeof(b->err));
+		for (size_t i = 0; !start && i < k && rc == 0; i++)
+			if (calls[i].rc) {
+				snprintf(b->err, sizeof(b->err), "%s",
+					 calls[i].err);
+				rc = calls[i].rc;
+			}
 	}
 	if (rc == 0)
 		rc = gcp_wait(gp, &c, &nm, w, k,

@@ -29,7 +29,30 @@ struct gcp_api {
 	struct gcp_auth *auth;
 	char endpoint[GCP_URL_MAX];
 	struct gcp_retry retry;
+	/* Connections, DNS answers and TLS sessions shared by every call of
+	 * every thread: a call reuses an open connection instead of a new
+	 * handshake. One lock per kind of data. */
+	CURLSH *share;
+	pthread_mutex_t locks[CURL_LOCK_DATA_LAST];
 };
+
+static void gcp_api_lock(CURL *h, curl_lock_data data, curl_lock_access acc,
+			 void *ud)
+{
+	struct gcp_api *a = ud;
+
+	(void)h;
+	(void)acc;
+	pthread_mutex_lock(&a->locks[data]);
+}
+
+static void gcp_api_unlock(CURL *h, curl_lock_data data, void *ud)
+{
+	struct gcp_api *a = ud;
+
+	(void)h;
+	pthread_mutex_unlock(&a->locks[data]);
+}
 
 static pthread_once_t gcp_api_once = PTHREAD_ONCE_INIT;
 
@@ -57,11 +80,32 @@ struct gcp_api *gcp_api_new(struct gcp_auth *auth, const char *endpoint,
 	a->retry = *retry;
 	if (a->retry.attempts < 1)
 		a->retry.attempts = 1;
+	for (size_t i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		pthread_mutex_init(&a->locks[i], NULL);
+	a->share = curl_share_init();
+	if (a->share) {
+		curl_share_setopt(a->share, CURLSHOPT_LOCKFUNC, gcp_api_lock);
+		curl_share_setopt(a->share, CURLSHOPT_UNLOCKFUNC,
+				  gcp_api_unlock);
+		curl_share_setopt(a->share, CURLSHOPT_USERDATA, a);
+		curl_share_setopt(a->share, CURLSHOPT_SHARE,
+				  CURL_LOCK_DATA_CONNECT);
+		curl_share_setopt(a->share, CURLSHOPT_SHARE,
+				  CURL_LOCK_DATA_DNS);
+		curl_share_setopt(a->share, CURLSHOPT_SHARE,
+				  CURL_LOCK_DATA_SSL_SESSION);
+	}
 	return a;
 }
 
 void gcp_api_free(struct gcp_api *a)
 {
+	if (!a)
+		return;
+	if (a->share)
+		curl_share_cleanup(a->share);
+	for (size_t i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		pthread_mutex_destroy(&a->locks[i]);
 	free(a);
 }
 
@@ -266,6 +310,8 @@ static int gcp_api_start(struct gcp_api *a, struct gcp_flight *f,
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, gcp_api_write);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, f);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, f);
+	if (a->share)
+		curl_easy_setopt(e, CURLOPT_SHARE, a->share);
 	f->easy = e;
 	if (!f->headers || curl_multi_add_handle(multi, e) != CURLM_OK) {
 		gcp_api_release(f, multi);

@@ -1390,7 +1390,8 @@ class ComputeAPI:
                 o = self.find_op(op, scope)
                 if o.status == 'DONE' or time.monotonic() >= deadline:
                     return 200, self.op_json(o)
-            time.sleep(0.02)
+            # Many waits at once each take the lock: not too often.
+            time.sleep(0.05)
 
     def zone_ops_list(self, q, data, zone):
         self.check_zone(zone)

@@ -460,6 +460,9 @@ def serve(args):
     # inherit the mask, so none of them is interrupted by one.
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
     fake = FakeGCE(args)
+    # Python's default backlog is 5: a client making 64 calls at once would
+    # wait for TCP's retransmissions, as no real endpoint makes it do.
+    ThreadingHTTPServer.request_queue_size = 128
     httpd = ThreadingHTTPServer(('127.0.0.1', args.port), Handler)
     httpd.daemon_threads = True
     httpd.fake = fake
