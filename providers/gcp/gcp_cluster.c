@@ -336,7 +336,7 @@ int gcp_wait(struct gcp_provider *gp, struct gcp_ctx *c,
 				rc = -EIO;
 				break;
 			}
-			if (ok && running)
+			if (ok && running && in)
 				snprintf(
 					nodes[i].address,
 					sizeof(nodes[i].address), "%s",
