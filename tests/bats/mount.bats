@@ -115,7 +115,7 @@ teardown() {
 	printf '[ec2]\nregion = "eu-west-1"\n[ec2.extra]\nregion = "x"\n' >"$TESTDIR/bad.conf"
 	run "$CCLFS_BIN" "$MNT" -o statedir="$STATE",config="$TESTDIR/bad.conf"
 	[ "$status" -ne 0 ]
-	[[ "$output" == *"bad.conf:4: unknown section [ec2.extra]; cclfs knows [defaults], [local], [hosts], [hosts.NAME] and [ec2]"* ]]
+	[[ "$output" == *"bad.conf:4: unknown section [ec2.extra]; cclfs knows [defaults], [local], [hosts], [hosts.NAME], [ec2] and [gcp]"* ]]
 
 	printf '[defaults]\nresolve_policy = "random"\n' >"$TESTDIR/bad.conf"
 	CCLFS_CONFIG=$TESTDIR/bad.conf run "$CCLFS_BIN" "$MNT" -o statedir="$STATE"
