@@ -4,11 +4,13 @@
 #ifndef CCLFS_PROVIDERS_PROVIDER_H
 #define CCLFS_PROVIDERS_PROVIDER_H
 
+#include <fcntl.h> /* struct flock */
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -237,7 +239,44 @@ struct provider_file_ops {
 		       const char *target, const char *path);
 	int (*readlink)(struct provider *p, const struct provider_node *node,
 			const char *path, char *buf, size_t size);
+	/* A second name `to` for the file `from` (a hard link). */
+	int (*link)(struct provider *p, const struct provider_node *node,
+		    const char *from, const char *to);
+	/* A FIFO or UNIX socket (S_IFIFO, S_IFSOCK in mode); device nodes
+	 * may be refused with -EPERM. */
+	int (*mknod)(struct provider *p, const struct provider_node *node,
+		     const char *path, mode_t mode, dev_t dev);
+	/* (uid_t)-1 / (gid_t)-1: that one unchanged. */
+	int (*chown)(struct provider *p, const struct provider_node *node,
+		     const char *path, uid_t uid, gid_t gid);
+	/* The file system that holds path. */
+	int (*statfs)(struct provider *p, const struct provider_node *node,
+		      const char *path, struct statvfs *st);
+	/* A POSIX record lock of the open file fh on behalf of `owner` (the
+	 * process, as the kernel names it): cmd F_GETLK (fl filled with the
+	 * conflicting lock, or l_type F_UNLCK) or F_SETLK (F_UNLCK releases).
+	 * Never waits: a lock held by someone else is -EAGAIN (the caller
+	 * retries for F_SETLKW). */
+	int (*lock)(struct provider *p, uint64_t fh, uint64_t owner, int cmd,
+		    struct flock *fl);
+	/* flock(2) on the open file fh: LOCK_SH, LOCK_EX or LOCK_UN, as if
+	 * with LOCK_NB (-EWOULDBLOCK when held; the caller retries). */
+	int (*flock)(struct provider *p, uint64_t fh, int op);
 };
+
+/* Who makes the files/ call this thread is in (set around each call by
+ * the lifecycle, NULL otherwise): a provider whose files are on this
+ * machine acts with these rights where it can, so that what another user
+ * does through the mount (allow_other) is what the disk would let them
+ * do, and the caller's umask (already applied by the kernel) is applied
+ * once. */
+struct provider_caller {
+	uid_t uid;
+	gid_t gid;
+	int ngroups; /* of groups; -1: unknown */
+	gid_t groups[64];
+};
+extern _Thread_local const struct provider_caller *provider_caller_now;
 
 /* The local provider's: the working directory itself. */
 extern const struct provider_file_ops local_file_ops;

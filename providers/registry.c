@@ -14,6 +14,8 @@ extern const struct provider_entry provider_hosts;
 extern const struct provider_entry provider_ec2;
 extern const struct provider_entry provider_gcp;
 
+_Thread_local const struct provider_caller *provider_caller_now;
+
 const struct provider_entry *const provider_registry[] = {
 	&provider_local, &provider_hosts, &provider_ec2, &provider_gcp, NULL,
 };
