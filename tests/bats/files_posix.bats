@@ -33,11 +33,11 @@ teardown() {
 	if [ -n "$OTHER" ]; then
 		userdel "$OTHER" 2>/dev/null || true
 	fi
-	cclfs_teardown
+	# the test host first: it is found by its files under TESTDIR
 	if [ -n "$HOSTS" ]; then
 		testhosts_stop "$HOSTS" || true
-		rm -rf "$HOSTS"
 	fi
+	cclfs_teardown
 	# the hosts node's directory on the test host, by the name we chose
 	if [ "$KIND" = ssh ] && [ -n "$CNAME" ]; then
 		rm -rf "/root/.cclfs/$CNAME"
