@@ -7,8 +7,6 @@
 #include "providers/cancel.h"
 #include "providers/sshkey.h"
 
-#include "providers/ssh_sftp.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -30,6 +28,9 @@ struct remote_node {
 	struct remote_node *manager; /* the node this one is reached through */
 	int refs;
 	bool gone;
+	/* files/: the login's uid and gid on the node, once known (lock). */
+	bool ids_known;
+	unsigned long uid, gid;
 };
 
 struct remote {
@@ -40,12 +41,6 @@ struct remote {
 	pthread_mutex_t lock;
 	struct remote_node *nodes;
 	atomic_uint seq;
-};
-
-/* An open file of files/: the node stays while it is open. */
-struct remote_file {
-	struct remote_node *nd;
-	struct ssh_file *f;
 };
 
 static void remote_changed(void *ctx)
@@ -116,9 +111,8 @@ fail:
 	return NULL;
 }
 
-static struct remote_node *remote_get(struct remote *r,
-				      const struct provider_node *pn, char *err,
-				      size_t errlen)
+struct remote_node *remote_get(struct remote *r, const struct provider_node *pn,
+			       char *err, size_t errlen)
 {
 	struct remote_node *nd;
 
@@ -130,7 +124,7 @@ static struct remote_node *remote_get(struct remote *r,
 
 /* Drop a reference; the last one of a node that is gone frees it (and
  * then its manager's). */
-static void remote_put(struct remote_node *nd)
+void remote_put(struct remote_node *nd)
 {
 	while (nd) {
 		struct remote *r = nd->r;
@@ -707,230 +701,29 @@ void remote_free(struct remote *r)
 	free(r);
 }
 
-/* --- files/ over SFTP --- */
-
-static int remote_path(const struct provider_node *node, const char *path,
-		       char *out, size_t len)
+struct ssh_conn *remote_conn(const struct remote_node *nd)
 {
-	int n = snprintf(out, len, "%s%s%s", node->workdir, *path ? "/" : "",
-			 path);
-
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+	return nd->conn;
 }
 
-/* Run an SFTP call on the node's connection with its path. */
-#define REMOTE_FILE_CALL(p, node, path, call)                                  \
-	do {                                                                   \
-		struct remote_node *nd_;                                       \
-		char full_[PROVIDER_PATH_MAX + 1], e_[SSH_ERR_MAX];            \
-		int rc_ = remote_path(node, path, full_, sizeof(full_));       \
-		if (rc_)                                                       \
-			return rc_;                                            \
-		nd_ = remote_get((p)->remote, node, e_, sizeof(e_));           \
-		if (!nd_)                                                      \
-			return -EIO;                                           \
-		rc_ = call;                                                    \
-		remote_put(nd_);                                               \
-		return rc_;                                                    \
-	} while (0)
-
-/* files/ itself is the mounting user's only, whatever the node's directory
- * allows: the SFTP server follows symbolic links anywhere in a path with
- * the login's rights, which with allow_other must not become another
- * local user's (a local node's files/ is contained by openat2 instead). */
-static int remote_files_root_private(int rc, const char *path, struct stat *st)
+bool remote_ids(struct remote_node *nd, unsigned long *uid, unsigned long *gid)
 {
-	if (rc == 0 && *path == '\0')
-		st->st_mode &= ~(mode_t)(S_IRWXG | S_IRWXO);
-	return rc;
+	bool known;
+
+	pthread_mutex_lock(&nd->r->lock);
+	known = nd->ids_known;
+	*uid = nd->uid;
+	*gid = nd->gid;
+	pthread_mutex_unlock(&nd->r->lock);
+	return known;
 }
 
-static int remote_files_getattr(struct provider *p,
-				const struct provider_node *node,
-				const char *path, struct stat *st)
+void remote_set_ids(struct remote_node *nd, unsigned long uid,
+		    unsigned long gid)
 {
-	REMOTE_FILE_CALL(
-		p, node, path,
-		remote_files_root_private(ssh_sftp_stat(nd_->conn, full_, st),
-					  path, st));
+	pthread_mutex_lock(&nd->r->lock);
+	nd->uid = uid;
+	nd->gid = gid;
+	nd->ids_known = true;
+	pthread_mutex_unlock(&nd->r->lock);
 }
-
-static int remote_files_readdir(
-	struct provider *p, const struct provider_node *node, const char *path,
-	int (*fn)(void *ctx, const char *name, const struct stat *st),
-	void *ctx)
-{
-	REMOTE_FILE_CALL(p, node, path,
-			 ssh_sftp_readdir(nd_->conn, full_, fn, ctx));
-}
-
-static int remote_files_open(struct provider *p,
-			     const struct provider_node *node, const char *path,
-			     int flags, mode_t mode, uint64_t *fh)
-{
-	struct remote_file *hf = calloc(1, sizeof(*hf));
-	char full[PROVIDER_PATH_MAX + 1], e[SSH_ERR_MAX];
-	int rc;
-
-	if (!hf)
-		return -ENOMEM;
-	rc = remote_path(node, path, full, sizeof(full));
-	hf->nd = rc ? NULL : remote_get(p->remote, node, e, sizeof(e));
-	if (!rc && !hf->nd)
-		rc = -EIO;
-	if (!rc)
-		rc = ssh_sftp_open(hf->nd->conn, full, flags, mode, &hf->f);
-	if (rc) {
-		if (hf->nd)
-			remote_put(hf->nd);
-		free(hf);
-		return rc;
-	}
-	*fh = (uint64_t)(uintptr_t)hf;
-	return 0;
-}
-
-static struct remote_file *remote_fh(uint64_t fh)
-{
-	return (struct remote_file *)(uintptr_t)fh;
-}
-
-static int remote_files_read(struct provider *p, uint64_t fh, char *buf,
-			     size_t size, off_t off)
-{
-	(void)p;
-	return ssh_sftp_read(remote_fh(fh)->f, buf, size, off);
-}
-
-static int remote_files_write(struct provider *p, uint64_t fh, const char *buf,
-			      size_t size, off_t off)
-{
-	(void)p;
-	return ssh_sftp_write(remote_fh(fh)->f, buf, size, off);
-}
-
-static int remote_files_fsync(struct provider *p, uint64_t fh)
-{
-	(void)p;
-	return ssh_sftp_fsync(remote_fh(fh)->f);
-}
-
-static int remote_files_fgetattr(struct provider *p, uint64_t fh,
-				 struct stat *st)
-{
-	(void)p;
-	return ssh_sftp_fstat(remote_fh(fh)->f, st);
-}
-
-static int remote_files_ftruncate(struct provider *p, uint64_t fh, off_t size)
-{
-	(void)p;
-	return ssh_sftp_fsetsize(remote_fh(fh)->f, size);
-}
-
-static int remote_files_close(struct provider *p, uint64_t fh)
-{
-	struct remote_file *hf = remote_fh(fh);
-	int rc = ssh_sftp_close(hf->f);
-
-	(void)p;
-	remote_put(hf->nd);
-	free(hf);
-	return rc;
-}
-
-static int remote_files_truncate(struct provider *p,
-				 const struct provider_node *node,
-				 const char *path, off_t size)
-{
-	REMOTE_FILE_CALL(p, node, path,
-			 ssh_sftp_setsize(nd_->conn, full_, size));
-}
-
-static int remote_files_mkdir(struct provider *p,
-			      const struct provider_node *node,
-			      const char *path, mode_t mode)
-{
-	REMOTE_FILE_CALL(p, node, path, ssh_sftp_mkdir(nd_->conn, full_, mode));
-}
-
-static int remote_files_unlink(struct provider *p,
-			       const struct provider_node *node,
-			       const char *path)
-{
-	REMOTE_FILE_CALL(p, node, path, ssh_sftp_unlink(nd_->conn, full_));
-}
-
-static int remote_files_rmdir(struct provider *p,
-			      const struct provider_node *node,
-			      const char *path)
-{
-	REMOTE_FILE_CALL(p, node, path, ssh_sftp_rmdir(nd_->conn, full_));
-}
-
-static int remote_files_rename(struct provider *p,
-			       const struct provider_node *node,
-			       const char *from, const char *to,
-			       unsigned int flags)
-{
-	char to_full[PROVIDER_PATH_MAX + 1];
-
-	if (remote_path(node, to, to_full, sizeof(to_full)))
-		return -ENAMETOOLONG;
-	REMOTE_FILE_CALL(p, node, from,
-			 ssh_sftp_rename(nd_->conn, full_, to_full, flags));
-}
-
-static int remote_files_chmod(struct provider *p,
-			      const struct provider_node *node,
-			      const char *path, mode_t mode)
-{
-	REMOTE_FILE_CALL(p, node, path, ssh_sftp_chmod(nd_->conn, full_, mode));
-}
-
-static int remote_files_utimens(struct provider *p,
-				const struct provider_node *node,
-				const char *path, const struct timespec tv[2])
-{
-	REMOTE_FILE_CALL(p, node, path, ssh_sftp_utimens(nd_->conn, full_, tv));
-}
-
-static int remote_files_symlink(struct provider *p,
-				const struct provider_node *node,
-				const char *target, const char *path)
-{
-	(void)p;
-	(void)node;
-	(void)target;
-	(void)path;
-	return -EOPNOTSUPP;
-}
-
-static int remote_files_readlink(struct provider *p,
-				 const struct provider_node *node,
-				 const char *path, char *buf, size_t size)
-{
-	REMOTE_FILE_CALL(p, node, path,
-			 ssh_sftp_readlink(nd_->conn, full_, buf, size));
-}
-
-const struct provider_file_ops remote_file_ops = {
-	.getattr = remote_files_getattr,
-	.readdir = remote_files_readdir,
-	.open = remote_files_open,
-	.read = remote_files_read,
-	.write = remote_files_write,
-	.fsync = remote_files_fsync,
-	.fgetattr = remote_files_fgetattr,
-	.ftruncate = remote_files_ftruncate,
-	.close = remote_files_close,
-	.truncate = remote_files_truncate,
-	.mkdir = remote_files_mkdir,
-	.unlink = remote_files_unlink,
-	.rmdir = remote_files_rmdir,
-	.rename = remote_files_rename,
-	.chmod = remote_files_chmod,
-	.utimens = remote_files_utimens,
-	.symlink = remote_files_symlink,
-	.readlink = remote_files_readlink,
-};

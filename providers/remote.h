@@ -7,6 +7,7 @@
 #include "providers/provider.h"
 #include "providers/ssh.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct remote;
@@ -52,7 +53,21 @@ int remote_run(struct remote *r, const struct provider_node *node,
 int remote_reach(struct remote *r, const struct provider_node *node, char *buf,
 		 size_t len);
 
-/* files/ of the nodes of a provider whose `remote` is set. */
+/* A node's connection, made on first use: a reference that remote_put
+ * drops (the node's files stay reachable while it is held). NULL with
+ * err when the node cannot be reached. */
+struct remote_node *remote_get(struct remote *r, const struct provider_node *pn,
+			       char *err, size_t errlen);
+void remote_put(struct remote_node *nd);
+struct ssh_conn *remote_conn(const struct remote_node *nd);
+/* files/: the login's uid and gid on the node, as remote_set_ids last
+ * recorded them (false: not yet). */
+bool remote_ids(struct remote_node *nd, unsigned long *uid, unsigned long *gid);
+void remote_set_ids(struct remote_node *nd, unsigned long uid,
+		    unsigned long gid);
+
+/* files/ of the nodes of a provider whose `remote` is set
+ * (remote_files.c). */
 extern const struct provider_file_ops remote_file_ops;
 
 #endif

@@ -59,6 +59,7 @@ struct ssh_conn {
 	struct ssh_req *active;
 	LIBSSH2_SESSION *s;
 	LIBSSH2_SFTP *sftp;
+	struct ssh_sftp_state *sftp_state;
 	int sock;
 	bool up, tried, idle_data, broken;
 	char why[SSH_ERR_MAX];
@@ -845,6 +846,8 @@ static void ssh_drop(struct ssh_conn *c)
 		libssh2_session_free(c->s);
 	}
 	c->sftp = NULL;
+	ssh_sftp_state_free(c->sftp_state); /* its channel went too */
+	c->sftp_state = NULL;
 	c->s = NULL;
 	if (c->sock >= 0) {
 		int fd = c->sock;
@@ -1001,6 +1004,11 @@ LIBSSH2_SFTP *ssh_conn_sftp(struct ssh_conn *c, struct ssh_req *r, int *rc)
 	else
 		r->progress = true;
 	return c->sftp;
+}
+
+struct ssh_sftp_state **ssh_conn_sftp_state(struct ssh_conn *c)
+{
+	return &c->sftp_state;
 }
 
 /* --- commands --- */

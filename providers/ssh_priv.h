@@ -32,6 +32,13 @@ struct ssh_req {
  * with *rc = -EAGAIN while it opens, or another -errno). */
 LIBSSH2_SESSION *ssh_conn_session(struct ssh_conn *c);
 LIBSSH2_SFTP *ssh_conn_sftp(struct ssh_conn *c, struct ssh_req *r, int *rc);
+/* On the connection's thread: ssh_sftp.c's state of the session (which
+ * request holds each of libssh2's one-at-a-time SFTP calls, its own SFTP
+ * channel for the extensions libssh2 does not send), NULL until made;
+ * ssh_sftp_state_free'd when the session drops. */
+struct ssh_sftp_state;
+struct ssh_sftp_state **ssh_conn_sftp_state(struct ssh_conn *c);
+void ssh_sftp_state_free(struct ssh_sftp_state *st);
 /* Which session a handle belongs to (bumped at every new session). */
 unsigned ssh_conn_generation(struct ssh_conn *c);
 /* The -errno of the session's last error, and its text in r->err. */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #ifndef RENAME_NOREPLACE
@@ -41,11 +42,64 @@ enum sftp_op {
 	SFTP_RMDIR,
 	SFTP_RENAME,
 	SFTP_READLINK,
+	SFTP_SYMLINK,
+	SFTP_STATVFS,
+	SFTP_FSTATVFS,
+	SFTP_EXT,
+};
+
+/* libssh2 keeps one state per kind of SFTP call for the whole SFTP
+ * session: two calls of a kind in flight at once would take each other's
+ * answers. A request holds its kind's slot from its first call to its
+ * end; the others of that kind wait their turn. */
+enum sftp_slot {
+	SLOT_NONE = -1,
+	SLOT_STAT,
+	SLOT_OPEN,
+	SLOT_READDIR,
+	SLOT_READ,
+	SLOT_WRITE,
+	SLOT_FSYNC,
+	SLOT_FSTAT,
+	SLOT_MKDIR,
+	SLOT_UNLINK,
+	SLOT_RMDIR,
+	SLOT_RENAME,
+	SLOT_SYMLINK,
+	SLOT_STATVFS,
+	SLOT_FSTATVFS,
+	SLOT_EXT,
+	SLOTS
+};
+
+/* The extensions libssh2 1.10 cannot send (hardlink@openssh.com,
+ * posix-rename@openssh.com) go on a second SFTP channel of the session,
+ * spoken here: SSH_FXP_INIT, then one SSH_FXP_EXTENDED at a time, each
+ * answered by an SSH_FXP_STATUS. */
+enum {
+	EXT_OPEN,
+	EXT_STARTUP,
+	EXT_INIT,
+	EXT_VERSION,
+	EXT_READY,
+	EXT_BROKEN,
+};
+#define SFTP_EXT_BUF 16384
+
+struct ssh_sftp_state {
+	struct ssh_req *slot[SLOTS];
+	LIBSSH2_CHANNEL *ch;
+	int ext;
+	bool has_hardlink, has_posix_rename;
+	uint32_t id;
+	unsigned char out[SFTP_EXT_BUF], in[SFTP_EXT_BUF];
+	size_t out_len, out_off, in_len;
 };
 
 struct sftp_entry {
 	char name[256];
 	LIBSSH2_SFTP_ATTRIBUTES a;
+	unsigned long nlink; /* from the listing's long form; 0: unknown */
 };
 
 struct sftp_req {
@@ -64,7 +118,49 @@ struct sftp_req {
 	struct sftp_entry *ents;
 	size_t nents, cap;
 	int sub;
+	unsigned long status; /* the server's answer, when it gave one */
+	LIBSSH2_SFTP_STATVFS vfs;
+	const char *ext; /* SFTP_EXT: the extension's name */
+	unsigned held;	 /* the slots it holds (bits) */
 };
+
+void ssh_sftp_state_free(struct ssh_sftp_state *st)
+{
+	free(st); /* the channel went with the session */
+}
+
+static struct ssh_sftp_state *sftp_state(struct ssh_conn *c)
+{
+	struct ssh_sftp_state **st = ssh_conn_sftp_state(c);
+
+	if (!*st)
+		*st = calloc(1, sizeof(**st));
+	return *st;
+}
+
+/* Take the slot of a kind of call: false while another request has it. */
+static bool sftp_take(struct ssh_conn *c, struct sftp_req *q, enum sftp_slot k)
+{
+	struct ssh_sftp_state *st = sftp_state(c);
+
+	if (k == SLOT_NONE || (q->held & (1U << k)))
+		return true;
+	if (!st || st->slot[k])
+		return false;
+	st->slot[k] = &q->r;
+	q->held |= 1U << k;
+	return true;
+}
+
+static void sftp_release(struct ssh_conn *c, struct sftp_req *q)
+{
+	struct ssh_sftp_state *st = *ssh_conn_sftp_state(c);
+
+	for (int k = 0; st && k < SLOTS; k++)
+		if ((q->held & (1U << k)) && st->slot[k] == &q->r)
+			st->slot[k] = NULL;
+	q->held = 0;
+}
 
 static int sftp_errno(unsigned long code)
 {
@@ -89,7 +185,10 @@ static int sftp_errno(unsigned long code)
 	case LIBSSH2_FX_NOT_A_DIRECTORY:
 		return -ENOTDIR;
 	case LIBSSH2_FX_INVALID_FILENAME:
+	case LIBSSH2_FX_BAD_MESSAGE: /* OpenSSH: EINVAL, ENAMETOOLONG */
 		return -EINVAL;
+	case LIBSSH2_FX_LINK_LOOP:
+		return -ELOOP;
 	case LIBSSH2_FX_OP_UNSUPPORTED:
 		return -EOPNOTSUPP;
 	case LIBSSH2_FX_NO_CONNECTION:
@@ -100,16 +199,22 @@ static int sftp_errno(unsigned long code)
 	}
 }
 
-/* -EAGAIN, the SFTP status as -errno, or the session's error. */
+/* -EAGAIN, the SFTP status as -errno, or the session's error. lerr is what
+ * the call returned (the session's last error may be an older one's), or 0
+ * for a call that returned NULL (then the session's is this one's). */
 static int sftp_fail(struct ssh_conn *c, struct sftp_req *q, LIBSSH2_SFTP *sftp,
-		     const char *what)
+		     const char *what, long lerr)
 {
-	int lerr = libssh2_session_last_errno(ssh_conn_session(c));
+	if (lerr == 0)
+		lerr = libssh2_session_last_errno(ssh_conn_session(c));
 
 	if (lerr == LIBSSH2_ERROR_EAGAIN)
 		return -EAGAIN;
 	if (lerr == LIBSSH2_ERROR_SFTP_PROTOCOL) {
-		int rc = sftp_errno(libssh2_sftp_last_error(sftp));
+		int rc;
+
+		q->status = libssh2_sftp_last_error(sftp);
+		rc = sftp_errno(q->status);
 
 		snprintf(q->r.err, sizeof(q->r.err), "%s %s on %s: %s", what,
 			 q->path ? q->path : "a file", ssh_conn_name(c),
@@ -124,6 +229,21 @@ static void sftp_lost(struct ssh_req *r)
 	struct sftp_req *q = (struct sftp_req *)r;
 
 	q->h = NULL; /* freed with the session */
+	q->held = 0; /* so were the slots */
+}
+
+/* The link count in OpenSSH's `ls -l` form of an entry ("-rw-r--r--  2
+ * user group ..."): SFTP version 3's attributes have none. */
+static unsigned long sftp_longname_nlink(const char *l)
+{
+	const char *p = strchr(l, ' ');
+	char *end;
+	unsigned long n;
+
+	if (!p)
+		return 0;
+	n = strtoul(p, &end, 10);
+	return end != p && *end == ' ' ? n : 0;
 }
 
 static int sftp_list_step(struct ssh_conn *c, struct sftp_req *q,
@@ -134,19 +254,21 @@ static int sftp_list_step(struct ssh_conn *c, struct sftp_req *q,
 					    (unsigned)strlen(q->path), 0, 0,
 					    LIBSSH2_SFTP_OPENDIR);
 		if (!q->h)
-			return sftp_fail(c, q, sftp, "listing");
+			return sftp_fail(c, q, sftp, "listing", 0);
 		q->sub = 1;
 		q->r.progress = true;
 	}
 	while (q->sub == 1) {
 		struct sftp_entry e;
+		char longname[512];
 		int n = libssh2_sftp_readdir_ex(q->h, e.name, sizeof(e.name),
-						NULL, 0, &e.a);
+						longname, sizeof(longname),
+						&e.a);
 
 		if (n == LIBSSH2_ERROR_EAGAIN)
 			return -EAGAIN;
 		if (n < 0) {
-			q->r.rc = sftp_fail(c, q, sftp, "listing");
+			q->r.rc = sftp_fail(c, q, sftp, "listing", n);
 			q->sub = 2;
 			break;
 		}
@@ -168,6 +290,7 @@ static int sftp_list_step(struct ssh_conn *c, struct sftp_req *q,
 			q->ents = ne;
 			q->cap = cap;
 		}
+		e.nlink = sftp_longname_nlink(longname);
 		q->ents[q->nents++] = e;
 	}
 	if (libssh2_sftp_close_handle(q->h) == LIBSSH2_ERROR_EAGAIN)
@@ -197,8 +320,8 @@ static int sftp_transfer(struct ssh_conn *c, struct sftp_req *q,
 		if (n == LIBSSH2_ERROR_EAGAIN)
 			return -EAGAIN;
 		if (n < 0)
-			return sftp_fail(c, q, sftp,
-					 rd ? "reading" : "writing");
+			return sftp_fail(c, q, sftp, rd ? "reading" : "writing",
+					 (long)n);
 		q->r.progress = true;
 		if (n == 0 && rd)
 			break;
@@ -207,21 +330,348 @@ static int sftp_transfer(struct ssh_conn *c, struct sftp_req *q,
 	return 0;
 }
 
+static void put_u32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)(v >> 24);
+	p[1] = (unsigned char)(v >> 16);
+	p[2] = (unsigned char)(v >> 8);
+	p[3] = (unsigned char)v;
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+/* Append an SSH string to the extension channel's outgoing packet. */
+static bool ext_put_str(struct ssh_sftp_state *st, const char *str)
+{
+	size_t n = strlen(str);
+
+	if (st->out_len + 4 + n > sizeof(st->out))
+		return false;
+	put_u32(st->out + st->out_len, (uint32_t)n);
+	memcpy(st->out + st->out_len + 4, str, n);
+	st->out_len += 4 + n;
+	return true;
+}
+
+static int ext_broken(struct ssh_sftp_state *st, struct sftp_req *q,
+		      const char *why)
+{
+	st->ext = EXT_BROKEN;
+	snprintf(q->r.err, sizeof(q->r.err), "SFTP extensions: %s", why);
+	return -EIO;
+}
+
+/* Send the outgoing packet (0 once sent). */
+static int ext_flush(struct ssh_conn *c, struct sftp_req *q,
+		     struct ssh_sftp_state *st)
+{
+	while (st->out_off < st->out_len) {
+		ssize_t n = libssh2_channel_write(st->ch,
+						  (char *)st->out + st->out_off,
+						  st->out_len - st->out_off);
+
+		if (n == LIBSSH2_ERROR_EAGAIN)
+			return -EAGAIN;
+		if (n < 0)
+			return ssh_conn_fail(c, &q->r, "sending to SFTP");
+		q->r.progress = true;
+		st->out_off += (size_t)n;
+	}
+	return 0;
+}
+
+/* Read one whole packet into st->in (0 once there). */
+static int ext_read(struct ssh_conn *c, struct sftp_req *q,
+		    struct ssh_sftp_state *st)
+{
+	for (;;) {
+		size_t want = st->in_len < 4 ? 4 : 4 + (size_t)get_u32(st->in);
+		ssize_t n;
+
+		if (want > sizeof(st->in))
+			return ext_broken(st, q, "an answer too long");
+		if (st->in_len >= 4 && st->in_len == want)
+			return 0;
+		n = libssh2_channel_read(st->ch, (char *)st->in + st->in_len,
+					 want - st->in_len);
+		if (n == LIBSSH2_ERROR_EAGAIN)
+			return -EAGAIN;
+		if (n < 0)
+			return ssh_conn_fail(c, &q->r, "reading from SFTP");
+		if (n == 0) {
+			if (libssh2_channel_eof(st->ch))
+				return ext_broken(st, q, "the channel closed");
+			return -EAGAIN;
+		}
+		q->r.progress = true;
+		st->in_len += (size_t)n;
+	}
+}
+
+/* The extensions the server announced in its SSH_FXP_VERSION. */
+static void ext_version(struct ssh_sftp_state *st)
+{
+	size_t off = 9, end = st->in_len;
+
+	while (off + 4 <= end) {
+		size_t nl = get_u32(st->in + off), dl;
+		const unsigned char *name = st->in + off + 4;
+
+		if (nl > end - off - 4 || off + 8 + nl > end)
+			break;
+		dl = get_u32(st->in + off + 4 + nl);
+		if (dl > end - off - 8 - nl)
+			break;
+		if (nl == 20 && memcmp(name, "hardlink@openssh.com", nl) == 0)
+			st->has_hardlink = true;
+		if (nl == 24 &&
+		    memcmp(name, "posix-rename@openssh.com", nl) == 0)
+			st->has_posix_rename = true;
+		off += 8 + nl + dl;
+	}
+}
+
+/* The extension channel up to SSH_FXP_VERSION: 0 when ready. */
+static int ext_start(struct ssh_conn *c, struct sftp_req *q,
+		     struct ssh_sftp_state *st)
+{
+	int rc;
+
+	switch (st->ext) {
+	case EXT_OPEN:
+		st->ch = libssh2_channel_open_session(ssh_conn_session(c));
+		if (!st->ch)
+			return ssh_conn_fail(c, &q->r, "opening a channel");
+		q->r.progress = true;
+		st->ext = EXT_STARTUP;
+		/* fall through */
+	case EXT_STARTUP:
+		rc = libssh2_channel_process_startup(st->ch, "subsystem", 9,
+						     "sftp", 4);
+		if (rc == LIBSSH2_ERROR_EAGAIN)
+			return -EAGAIN;
+		if (rc)
+			return ext_broken(st, q, "no SFTP subsystem");
+		q->r.progress = true;
+		st->out_len = 9;
+		st->out_off = 0;
+		put_u32(st->out, 5);
+		st->out[4] = 1; /* SSH_FXP_INIT, version 3 */
+		put_u32(st->out + 5, 3);
+		st->ext = EXT_INIT;
+		/* fall through */
+	case EXT_INIT:
+		rc = ext_flush(c, q, st);
+		if (rc)
+			return rc;
+		st->in_len = 0;
+		st->ext = EXT_VERSION;
+		/* fall through */
+	case EXT_VERSION:
+		rc = ext_read(c, q, st);
+		if (rc)
+			return rc;
+		if (st->in_len < 9 || st->in[4] != 2)
+			return ext_broken(st, q, "no version");
+		ext_version(st);
+		st->ext = EXT_READY;
+		return 0;
+	case EXT_READY:
+		return 0;
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+/* One SSH_FXP_EXTENDED q->ext with q->path and q->path2, or an
+ * SSH_FXP_SYMLINK at q->path to q->path2, and its status. */
+static int sftp_ext_step(struct ssh_conn *c, struct sftp_req *q)
+{
+	struct ssh_sftp_state *st = sftp_state(c);
+	int rc;
+
+	if (!st)
+		return -ENOMEM;
+	rc = ext_start(c, q, st);
+	if (rc)
+		return rc;
+	if (q->sub == 0) {
+		bool sym = q->op == SFTP_SYMLINK, ok;
+
+		if (!sym && (strcmp(q->ext, "hardlink@openssh.com") == 0
+				     ? !st->has_hardlink
+				     : !st->has_posix_rename))
+			return -EOPNOTSUPP;
+		st->out_len = 9;
+		st->out_off = 0;
+		st->out[4] = sym ? 20 : 200; /* SSH_FXP_SYMLINK, _EXTENDED */
+		put_u32(st->out + 5, ++st->id);
+		/* OpenSSH takes a link's target first, the reverse of the
+		 * draft. */
+		ok = sym ? ext_put_str(st, q->path2) && ext_put_str(st, q->path)
+			 : ext_put_str(st, q->ext) &&
+				     ext_put_str(st, q->path) &&
+				     ext_put_str(st, q->path2);
+		if (!ok)
+			return -ENAMETOOLONG;
+		put_u32(st->out, (uint32_t)st->out_len - 4);
+		q->sub = 1;
+	}
+	if (q->sub == 1) {
+		rc = ext_flush(c, q, st);
+		if (rc)
+			return rc;
+		st->in_len = 0;
+		q->sub = 2;
+	}
+	rc = ext_read(c, q, st);
+	if (rc)
+		return rc;
+	if (st->in_len < 17 || st->in[4] != 101 ||
+	    get_u32(st->in + 5) != st->id)
+		return ext_broken(st, q, "an answer out of place");
+	q->status = get_u32(st->in + 9);
+	rc = sftp_errno(q->status);
+	if (rc)
+		snprintf(q->r.err, sizeof(q->r.err), "%s %s on %s: %s",
+			 q->ext ? q->ext : "symlink", q->path, ssh_conn_name(c),
+			 strerror(-rc));
+	return rc;
+}
+
+static enum sftp_slot sftp_slot_of(enum sftp_op op)
+{
+	switch (op) {
+	case SFTP_STAT:
+	case SFTP_SETSTAT:
+		return SLOT_STAT;
+	case SFTP_OPEN:
+		return SLOT_OPEN;
+	case SFTP_READ:
+		return SLOT_READ;
+	case SFTP_WRITE:
+		return SLOT_WRITE;
+	case SFTP_FSYNC:
+		return SLOT_FSYNC;
+	case SFTP_FSTAT:
+	case SFTP_FSETSTAT:
+		return SLOT_FSTAT;
+	case SFTP_MKDIR:
+		return SLOT_MKDIR;
+	case SFTP_UNLINK:
+		return SLOT_UNLINK;
+	case SFTP_RMDIR:
+		return SLOT_RMDIR;
+	case SFTP_RENAME:
+		return SLOT_RENAME;
+	case SFTP_READLINK:
+		return SLOT_SYMLINK;
+	case SFTP_STATVFS:
+		return SLOT_STATVFS;
+	case SFTP_FSTATVFS:
+		return SLOT_FSTATVFS;
+	case SFTP_SYMLINK:
+	case SFTP_EXT:
+		return SLOT_EXT;
+	default:
+		return SLOT_NONE;
+	}
+}
+
+static bool sftp_on_file(enum sftp_op op)
+{
+	return op == SFTP_READ || op == SFTP_WRITE || op == SFTP_FSYNC ||
+	       op == SFTP_FSTAT || op == SFTP_FSETSTAT || op == SFTP_CLOSE ||
+	       op == SFTP_FSTATVFS;
+}
+
+static int sftp_do(struct ssh_conn *c, struct sftp_req *q, LIBSSH2_SFTP *sftp)
+{
+	const char *p = q->path;
+	unsigned plen = p ? (unsigned)strlen(p) : 0;
+	int rc;
+
+	switch (q->op) {
+	case SFTP_STAT:
+		rc = libssh2_sftp_stat_ex(sftp, p, plen, LIBSSH2_SFTP_LSTAT,
+					  &q->attrs);
+		return rc ? sftp_fail(c, q, sftp, "stat of", rc) : 0;
+	case SFTP_LIST:
+		return sftp_list_step(c, q, sftp);
+	case SFTP_OPEN:
+		q->h = libssh2_sftp_open_ex(sftp, p, plen, q->flags, q->mode,
+					    LIBSSH2_SFTP_OPENFILE);
+		return q->h ? 0 : sftp_fail(c, q, sftp, "opening", 0);
+	case SFTP_READ:
+	case SFTP_WRITE:
+		return sftp_transfer(c, q, sftp);
+	case SFTP_FSYNC:
+		rc = libssh2_sftp_fsync(q->f->h);
+		return rc ? sftp_fail(c, q, sftp, "syncing", rc) : 0;
+	case SFTP_FSTAT:
+	case SFTP_FSETSTAT:
+		rc = libssh2_sftp_fstat_ex(q->f->h, &q->attrs,
+					   q->op == SFTP_FSETSTAT);
+		return rc ? sftp_fail(c, q, sftp, "attributes of", rc) : 0;
+	case SFTP_CLOSE:
+		rc = libssh2_sftp_close_handle(q->f->h);
+		return rc ? sftp_fail(c, q, sftp, "closing", rc) : 0;
+	case SFTP_SETSTAT:
+		rc = libssh2_sftp_stat_ex(sftp, p, plen, LIBSSH2_SFTP_SETSTAT,
+					  &q->attrs);
+		return rc ? sftp_fail(c, q, sftp, "changing", rc) : 0;
+	case SFTP_MKDIR:
+		rc = libssh2_sftp_mkdir_ex(sftp, p, plen, q->mode);
+		return rc ? sftp_fail(c, q, sftp, "making directory", rc) : 0;
+	case SFTP_UNLINK:
+		rc = libssh2_sftp_unlink_ex(sftp, p, plen);
+		return rc ? sftp_fail(c, q, sftp, "removing", rc) : 0;
+	case SFTP_RMDIR:
+		rc = libssh2_sftp_rmdir_ex(sftp, p, plen);
+		return rc ? sftp_fail(c, q, sftp, "removing directory", rc) : 0;
+	case SFTP_RENAME:
+		rc = libssh2_sftp_rename_ex(sftp, p, plen, q->path2,
+					    (unsigned)strlen(q->path2),
+					    (long)q->flags);
+		return rc ? sftp_fail(c, q, sftp, "renaming", rc) : 0;
+	case SFTP_READLINK:
+		rc = libssh2_sftp_symlink_ex(sftp, p, plen, q->buf,
+					     (unsigned)q->size,
+					     LIBSSH2_SFTP_READLINK);
+		if (rc < 0)
+			return sftp_fail(c, q, sftp, "reading link", rc);
+		q->done = (size_t)rc;
+		return 0;
+	case SFTP_SYMLINK: /* libssh2 1.10 misreads its answer */
+	case SFTP_EXT:
+		return sftp_ext_step(c, q);
+	case SFTP_STATVFS:
+		rc = libssh2_sftp_statvfs(sftp, p, plen, &q->vfs);
+		return rc ? sftp_fail(c, q, sftp, "file system of", rc) : 0;
+	case SFTP_FSTATVFS:
+		rc = libssh2_sftp_fstatvfs(q->f->h, &q->vfs);
+		return rc ? sftp_fail(c, q, sftp, "file system of", rc) : 0;
+	default:
+		return -EINVAL;
+	}
+}
+
 static int sftp_step(struct ssh_conn *c, struct ssh_req *r)
 {
 	struct sftp_req *q = (struct sftp_req *)r;
 	int rc = 0;
 	LIBSSH2_SFTP *sftp = ssh_conn_sftp(c, r, &rc);
-	const char *p = q->path;
-	unsigned plen = p ? (unsigned)strlen(p) : 0;
+
 	if (!sftp)
 		return rc;
-	if (q->op == SFTP_READ || q->op == SFTP_WRITE || q->op == SFTP_FSYNC ||
-	    q->op == SFTP_FSTAT || q->op == SFTP_FSETSTAT ||
-	    q->op == SFTP_CLOSE) {
+	if (sftp_on_file(q->op)) {
 		if (!q->f || !q->f->h)
 			return -EBADF;
-	} else if (!p) {
+	} else if (!q->path) {
 		return -EINVAL;
 	}
 	if (q->f && q->f->gen != ssh_conn_generation(c)) {
@@ -231,60 +681,16 @@ static int sftp_step(struct ssh_conn *c, struct ssh_req *r)
 			 ssh_conn_name(c));
 		return -EIO;
 	}
-	switch (q->op) {
-	case SFTP_STAT:
-		rc = libssh2_sftp_stat_ex(sftp, p, plen, LIBSSH2_SFTP_LSTAT,
-					  &q->attrs);
-		return rc ? sftp_fail(c, q, sftp, "stat of") : 0;
-	case SFTP_LIST:
-		return sftp_list_step(c, q, sftp);
-	case SFTP_OPEN:
-		q->h = libssh2_sftp_open_ex(sftp, p, plen, q->flags, q->mode,
-					    LIBSSH2_SFTP_OPENFILE);
-		return q->h ? 0 : sftp_fail(c, q, sftp, "opening");
-	case SFTP_READ:
-	case SFTP_WRITE:
-		return sftp_transfer(c, q, sftp);
-	case SFTP_FSYNC:
-		rc = libssh2_sftp_fsync(q->f->h);
-		return rc ? sftp_fail(c, q, sftp, "syncing") : 0;
-	case SFTP_FSTAT:
-	case SFTP_FSETSTAT:
-		rc = libssh2_sftp_fstat_ex(q->f->h, &q->attrs,
-					   q->op == SFTP_FSETSTAT);
-		return rc ? sftp_fail(c, q, sftp, "attributes of") : 0;
-	case SFTP_CLOSE:
-		rc = libssh2_sftp_close_handle(q->f->h);
-		return rc ? sftp_fail(c, q, sftp, "closing") : 0;
-	case SFTP_SETSTAT:
-		rc = libssh2_sftp_stat_ex(sftp, p, plen, LIBSSH2_SFTP_SETSTAT,
-					  &q->attrs);
-		return rc ? sftp_fail(c, q, sftp, "changing") : 0;
-	case SFTP_MKDIR:
-		rc = libssh2_sftp_mkdir_ex(sftp, p, plen, q->mode);
-		return rc ? sftp_fail(c, q, sftp, "making directory") : 0;
-	case SFTP_UNLINK:
-		rc = libssh2_sftp_unlink_ex(sftp, p, plen);
-		return rc ? sftp_fail(c, q, sftp, "removing") : 0;
-	case SFTP_RMDIR:
-		rc = libssh2_sftp_rmdir_ex(sftp, p, plen);
-		return rc ? sftp_fail(c, q, sftp, "removing directory") : 0;
-	case SFTP_RENAME:
-		rc = libssh2_sftp_rename_ex(sftp, p, plen, q->path2,
-					    (unsigned)strlen(q->path2),
-					    (long)q->flags);
-		return rc ? sftp_fail(c, q, sftp, "renaming") : 0;
-	case SFTP_READLINK:
-		rc = libssh2_sftp_symlink_ex(sftp, p, plen, q->buf,
-					     (unsigned)q->size,
-					     LIBSSH2_SFTP_READLINK);
-		if (rc < 0)
-			return sftp_fail(c, q, sftp, "reading link");
-		q->done = (size_t)rc;
-		return 0;
-	default:
-		return -EINVAL;
-	}
+	if (!sftp_state(c))
+		return -ENOMEM;
+	if (q->op == SFTP_LIST ? !sftp_take(c, q, SLOT_OPEN) ||
+					 !sftp_take(c, q, SLOT_READDIR)
+			       : !sftp_take(c, q, sftp_slot_of(q->op)))
+		return -EAGAIN;
+	rc = sftp_do(c, q, sftp);
+	if (rc != -EAGAIN)
+		sftp_release(c, q);
+	return rc;
 }
 
 static int sftp_run(struct ssh_conn *c, struct sftp_req *q)
@@ -295,7 +701,7 @@ static int sftp_run(struct ssh_conn *c, struct sftp_req *q)
 	q->r.lost = sftp_lost;
 	/* Idempotent requests may be sent again on a new session. */
 	q->r.retry_ok = q->op == SFTP_STAT || q->op == SFTP_LIST ||
-			q->op == SFTP_READLINK;
+			q->op == SFTP_READLINK || q->op == SFTP_STATVFS;
 	q->r.deadline_ns = 0;
 	rc = ssh_submit(c, &q->r);
 	if (rc == 0)
@@ -316,21 +722,34 @@ static int sftp_run_file(struct sftp_req *q)
 	return rc;
 }
 
-static void sftp_to_stat(const LIBSSH2_SFTP_ATTRIBUTES *a, struct stat *st)
+static void sftp_to_stat(const LIBSSH2_SFTP_ATTRIBUTES *a, unsigned long nlink,
+			 struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->st_mode = (a->flags & LIBSSH2_SFTP_ATTR_PERMISSIONS)
 			      ? (mode_t)a->permissions
 			      : S_IFREG | 0644;
-	st->st_nlink = S_ISDIR(st->st_mode) ? 2 : 1;
+	st->st_nlink = nlink ? (nlink_t)nlink : S_ISDIR(st->st_mode) ? 2 : 1;
 	st->st_size = (off_t)a->filesize;
 	st->st_blksize = 4096;
 	st->st_blocks = (blkcnt_t)((a->filesize + 511) / 512);
-	st->st_uid = getuid();
-	st->st_gid = getgid();
+	if (a->flags & LIBSSH2_SFTP_ATTR_UIDGID) {
+		st->st_uid = (uid_t)a->uid;
+		st->st_gid = (gid_t)a->gid;
+	} else {
+		st->st_uid = (uid_t)-1;
+		st->st_gid = (gid_t)-1;
+	}
 	st->st_atim.tv_sec = (time_t)a->atime;
 	st->st_mtim.tv_sec = (time_t)a->mtime;
 	st->st_ctim.tv_sec = (time_t)a->mtime;
+}
+
+/* The server said only "failure" (SFTP version 3 has no other word for
+ * most errors of the file system). */
+static bool sftp_failure(const struct sftp_req *q, int rc)
+{
+	return rc == -EIO && q->status == LIBSSH2_FX_FAILURE;
 }
 
 int ssh_sftp_stat(struct ssh_conn *c, const char *path, struct stat *st)
@@ -339,7 +758,74 @@ int ssh_sftp_stat(struct ssh_conn *c, const char *path, struct stat *st)
 	int rc = sftp_run(c, &q);
 
 	if (rc == 0)
-		sftp_to_stat(&q.attrs, st);
+		sftp_to_stat(&q.attrs, 0, st);
+	return rc;
+}
+
+static void sftp_to_statvfs(const LIBSSH2_SFTP_STATVFS *v, struct statvfs *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->f_bsize = (unsigned long)v->f_bsize;
+	st->f_frsize = (unsigned long)v->f_frsize;
+	st->f_blocks = (fsblkcnt_t)v->f_blocks;
+	st->f_bfree = (fsblkcnt_t)v->f_bfree;
+	st->f_bavail = (fsblkcnt_t)v->f_bavail;
+	st->f_files = (fsfilcnt_t)v->f_files;
+	st->f_ffree = (fsfilcnt_t)v->f_ffree;
+	st->f_favail = (fsfilcnt_t)v->f_favail;
+	st->f_fsid = (unsigned long)v->f_fsid;
+	st->f_flag = ((v->f_flag & LIBSSH2_SFTP_ST_RDONLY) ? ST_RDONLY : 0) |
+		     ((v->f_flag & LIBSSH2_SFTP_ST_NOSUID) ? ST_NOSUID : 0);
+	st->f_namemax = (unsigned long)v->f_namemax;
+}
+
+int ssh_sftp_statvfs(struct ssh_conn *c, const char *path, struct statvfs *st)
+{
+	struct sftp_req q = {.op = SFTP_STATVFS, .path = path};
+	int rc = sftp_run(c, &q);
+
+	if (rc == 0)
+		sftp_to_statvfs(&q.vfs, st);
+	return rc;
+}
+
+/* What "failure" hid, as the file system tells: read-only (-EROFS), full
+ * (-ENOSPC, when the call makes or grows something), or rc. path, or its
+ * directory when it does not exist. */
+static int sftp_explain(struct ssh_conn *c, const char *path, bool grows,
+			int rc)
+{
+	struct statvfs v;
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+
+	if (ssh_sftp_statvfs(c, path, &v) != 0) {
+		if (!slash || (size_t)(slash - path) >= sizeof(dir))
+			return rc;
+		memcpy(dir, path, (size_t)(slash - path));
+		dir[slash - path] = '\0';
+		if (ssh_sftp_statvfs(c, slash == path ? "/" : dir, &v) != 0)
+			return rc;
+	}
+	if (v.f_flag & ST_RDONLY)
+		return -EROFS;
+	if (grows && (v.f_bavail == 0 || v.f_favail == 0))
+		return -ENOSPC;
+	return rc;
+}
+
+static int sftp_explain_file(struct ssh_file *f, bool grows, int rc)
+{
+	struct sftp_req q = {.op = SFTP_FSTATVFS, .f = f};
+	struct statvfs v;
+
+	if (sftp_run_file(&q) != 0)
+		return rc;
+	sftp_to_statvfs(&q.vfs, &v);
+	if (v.f_flag & ST_RDONLY)
+		return -EROFS;
+	if (grows && (v.f_bavail == 0 || v.f_favail == 0))
+		return -ENOSPC;
 	return rc;
 }
 
@@ -354,7 +840,7 @@ int ssh_sftp_readdir(struct ssh_conn *c, const char *path,
 	for (size_t i = 0; rc == 0 && i < q.nents; i++) {
 		struct stat st;
 
-		sftp_to_stat(&q.ents[i].a, &st);
+		sftp_to_stat(&q.ents[i].a, q.ents[i].nlink, &st);
 		if (fn(ctx, q.ents[i].name, &st))
 			break;
 	}
@@ -367,6 +853,7 @@ int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 {
 	struct sftp_req q = {.op = SFTP_OPEN, .path = path, .mode = mode};
 	int acc = flags & O_ACCMODE, rc;
+	struct stat st;
 
 	q.flags = (acc == O_RDONLY || acc == O_RDWR ? LIBSSH2_FXF_READ : 0) |
 		  (acc == O_WRONLY || acc == O_RDWR ? LIBSSH2_FXF_WRITE : 0) |
@@ -379,6 +866,16 @@ int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 		return -ENOMEM;
 	(*out)->gen = ssh_conn_generation(c);
 	rc = sftp_run(c, &q);
+	if (sftp_failure(&q, rc)) {
+		if (ssh_sftp_stat(c, path, &st) != 0)
+			rc = sftp_explain(c, path, true, rc);
+		else if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
+			rc = -EEXIST;
+		else if (S_ISDIR(st.st_mode))
+			rc = -EISDIR;
+		else
+			rc = sftp_explain(c, path, false, rc);
+	}
 	if (rc) {
 		free(*out);
 		*out = NULL;
@@ -410,6 +907,8 @@ int ssh_sftp_write(struct ssh_file *f, const char *buf, size_t size, off_t off)
 			     .off = off};
 	int rc = sftp_run_file(&q);
 
+	if (sftp_failure(&q, rc))
+		rc = sftp_explain_file(f, true, rc);
 	return rc ? rc : (int)q.done;
 }
 
@@ -427,17 +926,43 @@ int ssh_sftp_fstat(struct ssh_file *f, struct stat *st)
 	int rc = sftp_run_file(&q);
 
 	if (rc == 0)
-		sftp_to_stat(&q.attrs, st);
+		sftp_to_stat(&q.attrs, 0, st);
 	return rc;
+}
+
+int ssh_sftp_fstatvfs(struct ssh_file *f, struct statvfs *st)
+{
+	struct sftp_req q = {.op = SFTP_FSTATVFS, .f = f};
+	int rc = sftp_run_file(&q);
+
+	if (rc == 0)
+		sftp_to_statvfs(&q.vfs, st);
+	return rc;
+}
+
+/* A size refused with only "failure": too big for the file system when it
+ * grows the file (sparse growth needs no space), else what the file system
+ * tells. */
+static int sftp_size_failed(int rc, off_t size, off_t was, int why)
+{
+	if (why != rc)
+		return why;
+	return size > was ? -EFBIG : rc;
 }
 
 int ssh_sftp_fsetsize(struct ssh_file *f, off_t size)
 {
 	struct sftp_req q = {.op = SFTP_FSETSTAT, .f = f};
+	struct stat st;
+	int rc;
 
 	q.attrs.flags = LIBSSH2_SFTP_ATTR_SIZE;
 	q.attrs.filesize = (libssh2_uint64_t)size;
-	return sftp_run_file(&q);
+	rc = sftp_run_file(&q);
+	if (sftp_failure(&q, rc) && ssh_sftp_fstat(f, &st) == 0)
+		rc = sftp_size_failed(rc, size, st.st_size,
+				      sftp_explain_file(f, false, rc));
+	return rc;
 }
 
 int ssh_sftp_close(struct ssh_file *f)
@@ -450,21 +975,35 @@ int ssh_sftp_close(struct ssh_file *f)
 	return rc;
 }
 
+/* SETSTAT; "permission denied" is `denied` (EPERM for what only the
+ * owner may do). */
 static int sftp_setstat(struct ssh_conn *c, const char *path,
-			const LIBSSH2_SFTP_ATTRIBUTES *a)
+			const LIBSSH2_SFTP_ATTRIBUTES *a, int denied)
 {
 	struct sftp_req q = {.op = SFTP_SETSTAT, .path = path};
+	int rc;
 
 	q.attrs = *a;
-	return sftp_run(c, &q);
+	rc = sftp_run(c, &q);
+	if (rc == -EACCES && q.status == LIBSSH2_FX_PERMISSION_DENIED)
+		rc = denied;
+	if (sftp_failure(&q, rc))
+		rc = sftp_explain(c, path, false, rc);
+	return rc;
 }
 
 int ssh_sftp_setsize(struct ssh_conn *c, const char *path, off_t size)
 {
 	LIBSSH2_SFTP_ATTRIBUTES a = {.flags = LIBSSH2_SFTP_ATTR_SIZE};
+	struct stat st;
+	int rc;
 
 	a.filesize = (libssh2_uint64_t)size;
-	return sftp_setstat(c, path, &a);
+	rc = sftp_setstat(c, path, &a, -EACCES);
+	if (rc == -EIO && ssh_sftp_stat(c, path, &st) == 0 &&
+	    S_ISREG(st.st_mode))
+		rc = sftp_size_failed(rc, size, st.st_size, rc);
+	return rc;
 }
 
 int ssh_sftp_mkdir(struct ssh_conn *c, const char *path, mode_t mode)
@@ -474,16 +1013,24 @@ int ssh_sftp_mkdir(struct ssh_conn *c, const char *path, mode_t mode)
 	int rc = sftp_run(c, &q);
 
 	/* OpenSSH answers "failure" for an existing name. */
-	if (rc == -EIO && ssh_sftp_stat(c, path, &st) == 0)
-		rc = -EEXIST;
+	if (sftp_failure(&q, rc))
+		rc = ssh_sftp_stat(c, path, &st) == 0
+			     ? -EEXIST
+			     : sftp_explain(c, path, true, rc);
 	return rc;
 }
 
 int ssh_sftp_unlink(struct ssh_conn *c, const char *path)
 {
 	struct sftp_req q = {.op = SFTP_UNLINK, .path = path};
+	struct stat st;
+	int rc = sftp_run(c, &q);
 
-	return sftp_run(c, &q);
+	if (sftp_failure(&q, rc))
+		rc = ssh_sftp_stat(c, path, &st) == 0 && S_ISDIR(st.st_mode)
+			     ? -EISDIR
+			     : sftp_explain(c, path, false, rc);
+	return rc;
 }
 
 int ssh_sftp_rmdir(struct ssh_conn *c, const char *path)
@@ -493,10 +1040,41 @@ int ssh_sftp_rmdir(struct ssh_conn *c, const char *path)
 	int rc = sftp_run(c, &q);
 
 	/* OpenSSH answers "failure" for a directory that is not empty. */
-	if (rc == -EIO && ssh_sftp_stat(c, path, &st) == 0 &&
-	    S_ISDIR(st.st_mode))
-		rc = -ENOTEMPTY;
+	if (sftp_failure(&q, rc)) {
+		rc = sftp_explain(c, path, false, rc);
+		if (rc == -EIO && ssh_sftp_stat(c, path, &st) == 0 &&
+		    S_ISDIR(st.st_mode))
+			rc = -ENOTEMPTY;
+	}
 	return rc;
+}
+
+/* An extension of OpenSSH's with two paths (0, -EOPNOTSUPP when the
+ * server has not announced it, or -errno). */
+static int sftp_ext(struct ssh_conn *c, const char *name, const char *path,
+		    const char *path2, struct sftp_req *q)
+{
+	*q = (struct sftp_req){
+		.op = SFTP_EXT, .ext = name, .path = path, .path2 = path2};
+	return sftp_run(c, q);
+}
+
+/* A rename refused with "failure": what the two names tell. */
+static int sftp_rename_failed(struct ssh_conn *c, const char *from,
+			      const char *to, int rc)
+{
+	struct stat sf, st;
+
+	if (ssh_sftp_stat(c, from, &sf) == 0 &&
+	    ssh_sftp_stat(c, to, &st) == 0) {
+		if (S_ISDIR(st.st_mode) && !S_ISDIR(sf.st_mode))
+			return -EISDIR;
+		if (!S_ISDIR(st.st_mode) && S_ISDIR(sf.st_mode))
+			return -ENOTDIR;
+		if (S_ISDIR(st.st_mode))
+			return -ENOTEMPTY;
+	}
+	return sftp_explain(c, to, true, rc);
 }
 
 int ssh_sftp_rename(struct ssh_conn *c, const char *from, const char *to,
@@ -508,18 +1086,69 @@ int ssh_sftp_rename(struct ssh_conn *c, const char *from, const char *to,
 
 	if (flags & ~(unsigned)RENAME_NOREPLACE)
 		return -EINVAL;
-	if (ssh_sftp_stat(c, to, &st) == 0) {
-		if (flags & RENAME_NOREPLACE)
-			return -EEXIST;
-		/* SFTP version 3 renames onto nothing only. */
-		rc = S_ISDIR(st.st_mode) ? ssh_sftp_rmdir(c, to)
-					 : ssh_sftp_unlink(c, to);
-		if (rc)
-			return rc;
+	if (!(flags & RENAME_NOREPLACE)) {
+		/* rename(2) on the server: atomic over an existing name. */
+		rc = sftp_ext(c, "posix-rename@openssh.com", from, to, &q);
+		if (rc != -EOPNOTSUPP)
+			return sftp_failure(&q, rc)
+				       ? sftp_rename_failed(c, from, to, rc)
+				       : rc;
+		/* Without the extension, SFTP version 3 renames onto
+		 * nothing only. */
+		if (ssh_sftp_stat(c, to, &st) == 0) {
+			rc = S_ISDIR(st.st_mode) ? ssh_sftp_rmdir(c, to)
+						 : ssh_sftp_unlink(c, to);
+			if (rc)
+				return rc;
+		}
+	} else if (ssh_sftp_stat(c, to, &st) == 0) {
+		return -EEXIST;
 	}
-	q.flags = LIBSSH2_SFTP_RENAME_OVERWRITE | LIBSSH2_SFTP_RENAME_ATOMIC |
-		  LIBSSH2_SFTP_RENAME_NATIVE;
-	return sftp_run(c, &q);
+	/* OpenSSH's own rename refuses an existing target (a link and an
+	 * unlink for files). */
+	q = (struct sftp_req){.op = SFTP_RENAME, .path = from, .path2 = to};
+	q.flags = LIBSSH2_SFTP_RENAME_ATOMIC | LIBSSH2_SFTP_RENAME_NATIVE;
+	rc = sftp_run(c, &q);
+	if (sftp_failure(&q, rc))
+		rc = (flags & RENAME_NOREPLACE) &&
+				     ssh_sftp_stat(c, to, &st) == 0
+			     ? -EEXIST
+			     : sftp_rename_failed(c, from, to, rc);
+	return rc;
+}
+
+int ssh_sftp_link(struct ssh_conn *c, const char *from, const char *to)
+{
+	struct sftp_req q;
+	struct stat st;
+	int rc = sftp_ext(c, "hardlink@openssh.com", from, to, &q);
+
+	if (rc == -EOPNOTSUPP)
+		return -EPERM; /* link(2): no hard links on this file system */
+	if (rc == -EACCES && q.status == LIBSSH2_FX_PERMISSION_DENIED &&
+	    ssh_sftp_stat(c, from, &st) == 0 && S_ISDIR(st.st_mode))
+		return -EPERM;
+	if (sftp_failure(&q, rc))
+		rc = ssh_sftp_stat(c, to, &st) == 0
+			     ? -EEXIST
+			     : sftp_explain(c, to, true, rc);
+	return rc;
+}
+
+int ssh_sftp_symlink(struct ssh_conn *c, const char *target, const char *path)
+{
+	struct sftp_req q = {.op = SFTP_SYMLINK, .path = path, .path2 = target};
+	struct stat st;
+	int rc;
+
+	if (strlen(target) >= 4096)
+		return -ENAMETOOLONG;
+	rc = sftp_run(c, &q);
+	if (sftp_failure(&q, rc))
+		rc = ssh_sftp_stat(c, path, &st) == 0
+			     ? -EEXIST
+			     : sftp_explain(c, path, true, rc);
+	return rc;
 }
 
 int ssh_sftp_chmod(struct ssh_conn *c, const char *path, mode_t mode)
@@ -527,29 +1156,67 @@ int ssh_sftp_chmod(struct ssh_conn *c, const char *path, mode_t mode)
 	LIBSSH2_SFTP_ATTRIBUTES a = {.flags = LIBSSH2_SFTP_ATTR_PERMISSIONS};
 
 	a.permissions = mode & 07777;
-	return sftp_setstat(c, path, &a);
+	return sftp_setstat(c, path, &a, -EPERM);
+}
+
+int ssh_sftp_chown(struct ssh_conn *c, const char *path, unsigned long uid,
+		   unsigned long gid)
+{
+	LIBSSH2_SFTP_ATTRIBUTES a = {.flags = LIBSSH2_SFTP_ATTR_UIDGID};
+	struct stat st;
+
+	/* SFTP sets both: the one unchanged is the file's own. */
+	if (uid == (unsigned long)-1 || gid == (unsigned long)-1) {
+		int rc = ssh_sftp_stat(c, path, &st);
+
+		if (rc)
+			return rc;
+		if (uid == (unsigned long)-1)
+			uid = st.st_uid;
+		if (gid == (unsigned long)-1)
+			gid = st.st_gid;
+	}
+	a.uid = uid;
+	a.gid = gid;
+	return sftp_setstat(c, path, &a, -EPERM);
+}
+
+/* A time as SFTP version 3 carries it: whole seconds from 1970 in 32
+ * bits. */
+static int sftp_time(const struct timespec *t, time_t now, time_t was,
+		     unsigned long *out)
+{
+	time_t s = t->tv_nsec == UTIME_NOW    ? now
+		   : t->tv_nsec == UTIME_OMIT ? was
+					      : t->tv_sec;
+
+	if (s < 0 || (unsigned long long)s > 0xffffffffULL)
+		return -EOVERFLOW;
+	*out = (unsigned long)s;
+	return 0;
 }
 
 int ssh_sftp_utimens(struct ssh_conn *c, const char *path,
 		     const struct timespec tv[2])
 {
 	LIBSSH2_SFTP_ATTRIBUTES a = {.flags = LIBSSH2_SFTP_ATTR_ACMODTIME};
-	time_t now = time(NULL);
-	struct stat st;
+	struct stat st = {0};
+	bool own = tv[0].tv_nsec != UTIME_NOW || tv[1].tv_nsec != UTIME_NOW;
+	int rc;
 
 	if (tv[0].tv_nsec == UTIME_OMIT || tv[1].tv_nsec == UTIME_OMIT) {
-		int rc = ssh_sftp_stat(c, path, &st);
-
+		rc = ssh_sftp_stat(c, path, &st);
 		if (rc)
 			return rc;
+		if (tv[0].tv_nsec == UTIME_OMIT && tv[1].tv_nsec == UTIME_OMIT)
+			return 0;
 	}
-	a.atime = (unsigned long)(tv[0].tv_nsec == UTIME_NOW	? now
-				  : tv[0].tv_nsec == UTIME_OMIT ? st.st_atime
-								: tv[0].tv_sec);
-	a.mtime = (unsigned long)(tv[1].tv_nsec == UTIME_NOW	? now
-				  : tv[1].tv_nsec == UTIME_OMIT ? st.st_mtime
-								: tv[1].tv_sec);
-	return sftp_setstat(c, path, &a);
+	rc = sftp_time(&tv[0], time(NULL), st.st_atime, &a.atime);
+	if (!rc)
+		rc = sftp_time(&tv[1], time(NULL), st.st_mtime, &a.mtime);
+	/* Explicit times are the owner's to set; "now" anyone's who may
+	 * write. */
+	return rc ? rc : sftp_setstat(c, path, &a, own ? -EPERM : -EACCES);
 }
 
 int ssh_sftp_readlink(struct ssh_conn *c, const char *path, char *buf,

@@ -8,14 +8,18 @@
 
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <time.h>
 
 struct ssh_file;
 
-/* Every call returns 0 (or a byte count) or -errno. Paths are the
- * server's: relative ones start at the login directory. Owners are shown
- * as the caller's (as sshfs -o idmap=user). */
+/* Every call returns 0 (or a byte count) or -errno: the server's status
+ * codes, and where SFTP version 3 says only "failure", what a look after
+ * the call tells (EEXIST, ENOTEMPTY, EISDIR, EROFS, ENOSPC, EFBIG). Paths
+ * are the server's: relative ones start at the login directory. Owners are
+ * the server's numbers ((uid_t)-1 when it sent none); times are whole
+ * seconds; a link count is known from a listing only (stat says 1). */
 int ssh_sftp_stat(struct ssh_conn *c, const char *path, struct stat *st);
 int ssh_sftp_readdir(struct ssh_conn *c, const char *path,
 		     int (*fn)(void *ctx, const char *name,
@@ -27,17 +31,29 @@ int ssh_sftp_read(struct ssh_file *f, char *buf, size_t size, off_t off);
 int ssh_sftp_write(struct ssh_file *f, const char *buf, size_t size, off_t off);
 int ssh_sftp_fsync(struct ssh_file *f);
 int ssh_sftp_fstat(struct ssh_file *f, struct stat *st);
+int ssh_sftp_fstatvfs(struct ssh_file *f, struct statvfs *st);
+/* statvfs@openssh.com. */
+int ssh_sftp_statvfs(struct ssh_conn *c, const char *path, struct statvfs *st);
 int ssh_sftp_fsetsize(struct ssh_file *f, off_t size);
 int ssh_sftp_close(struct ssh_file *f);
 int ssh_sftp_setsize(struct ssh_conn *c, const char *path, off_t size);
 int ssh_sftp_mkdir(struct ssh_conn *c, const char *path, mode_t mode);
 int ssh_sftp_unlink(struct ssh_conn *c, const char *path);
 int ssh_sftp_rmdir(struct ssh_conn *c, const char *path);
-/* RENAME_NOREPLACE is honoured; otherwise an existing target is
- * replaced. */
+/* RENAME_NOREPLACE is honoured; otherwise an existing target is replaced,
+ * atomically with posix-rename@openssh.com. */
 int ssh_sftp_rename(struct ssh_conn *c, const char *from, const char *to,
 		    unsigned int flags);
+/* hardlink@openssh.com (-EPERM without it). */
+int ssh_sftp_link(struct ssh_conn *c, const char *from, const char *to);
+/* A symbolic link at path with the given target. */
+int ssh_sftp_symlink(struct ssh_conn *c, const char *target, const char *path);
+/* (unsigned long)-1: that one unchanged. */
+int ssh_sftp_chown(struct ssh_conn *c, const char *path, unsigned long uid,
+		   unsigned long gid);
 int ssh_sftp_chmod(struct ssh_conn *c, const char *path, mode_t mode);
+/* -EOVERFLOW for a time before 1970 or from 2106 (2^32 s) on; parts of a
+ * second are dropped. */
 int ssh_sftp_utimens(struct ssh_conn *c, const char *path,
 		     const struct timespec tv[2]);
 int ssh_sftp_readlink(struct ssh_conn *c, const char *path, char *buf,

@@ -1,0 +1,246 @@
+#!/usr/bin/env bats
+# files/ of an SSH node (hosts provider, a real sshd test host at
+# 127.0.1.191), driven through the mount with shell commands as a user
+# would: what OpenSSH's SFTP server offers (symbolic and hard links, atomic
+# rename, statvfs, fsync, chown), the errors its file system gives,
+# 32-bit second-precision times, locks between the mount's processes, and
+# open files and attributes that stay true. Runs as root (sshd, mounts).
+
+load helpers
+source "$BATS_TEST_DIRNAME/../sshd/testhosts.bash"
+
+FIRST=191
+
+setup() {
+	if [ "$(id -u)" != 0 ]; then
+		skip "needs root: sshd test hosts"
+	fi
+	HOSTS=
+	CNAME=
+	SMALL=
+	cclfs_setup --no-mount
+	HOSTS=$TESTDIR/hosts
+	testhosts_start "$HOSTS" 1 "$FIRST"
+	{
+		echo '[hosts]'
+		echo 'user = "root"'
+		echo "keyfile = \"$HOSTS/id_ed25519\""
+		echo "known_hosts = \"$HOSTS/known_hosts\""
+		echo '[hosts.h0]'
+		echo "address = \"127.0.1.$FIRST\""
+	} >"$TESTDIR/cclfs.conf"
+	cclfs_mount -o config="$TESTDIR/cclfs.conf"
+	CNAME=fssh$$
+	mkdir "$MNT/contracts/c"
+	echo hosts >"$MNT/contracts/c/node_provider"
+	echo 1 >"$MNT/contracts/c/node_count"
+	echo "$CNAME" >"$MNT/contracts/c/deploy"
+	wait_state "$CNAME" running
+	NODE=$MNT/clusters/$CNAME/nodes/0
+	cd "$NODE/files"
+	# the node's directory, as the node sees it
+	ON_NODE=$(on_node pwd)
+	[ -d "$ON_NODE" ]
+}
+
+teardown() {
+	[ -n "${TESTDIR:-}" ] || return 0
+	cd /
+	if [ -n "$SMALL" ]; then
+		umount "$SMALL" 2>/dev/null || true
+	fi
+	if [ -n "$HOSTS" ]; then
+		testhosts_stop "$HOSTS" || true
+	fi
+	cclfs_teardown
+	if [ -n "$CNAME" ]; then
+		rm -rf "/root/.cclfs/$CNAME"
+	fi
+}
+
+# Run a command on the node, in files/; its output.
+on_node() {
+	echo "$1" >"$NODE/exec"
+	cat "$NODE/stdout"
+}
+
+# The message of a failed command (its stderr), for errno checks.
+fails_with() { # message command...
+	local msg=$1
+	shift
+	run "$@"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"$msg"* ]] || {
+		echo "expected '$msg', got: $output"
+		return 1
+	}
+}
+
+@test "symbolic links: ln -s, readlink, ls -l, seen on the node" {
+	echo data >target
+	ln -s target link
+	[ "$(readlink link)" = target ]
+	[ "$(cat link)" = data ]
+	ls -l link | grep -q 'link -> target$'
+	[ "$(on_node 'readlink link')" = target ]
+	ln -s /nowhere/at/all dangling
+	[ "$(readlink dangling)" = /nowhere/at/all ]
+	[ "$(stat -c %F dangling)" = "symbolic link" ]
+	fails_with "File exists" ln -s other link
+}
+
+@test "hard links: ln, link counts 2, one file" {
+	echo one >a
+	ln a b
+	[ "$(stat -c %h a)" = 2 ]
+	[ "$(stat -c %h b)" = 2 ]
+	[ "$(on_node 'stat -c %h a')" = 2 ]
+	[ "$(on_node 'stat -c %i a')" = "$(on_node 'stat -c %i b')" ]
+	echo two >>b
+	[ "$(cat a)" = "$(printf 'one\ntwo')" ]
+	ls -l | grep -q '^-.* 2 .* a$'
+	fails_with "File exists" ln a b
+	mkdir d
+	fails_with "not allowed" ln d d2
+}
+
+@test "rename over an existing file replaces it in one step; mv -n keeps it" {
+	echo new >n
+	echo old >o
+	on_node 'stat -c %i n' >"$TESTDIR/ino"
+	mv n o
+	[ "$(cat o)" = new ]
+	[ ! -e n ]
+	[ "$(on_node 'stat -c %i o')" = "$(cat "$TESTDIR/ino")" ]
+	mkdir d e
+	touch e/x
+	fails_with "empty" mv -T d e
+	echo keep >k
+	echo other >m
+	mv -n m k
+	[ "$(cat k)" = keep ]
+	[ -e m ]
+}
+
+@test "df shows the node's file system; fsync reaches the server" {
+	[ "$(stat -f -c '%b %S' .)" = "$(on_node 'stat -f -c "%b %S" .')" ]
+	[ "$(df -P . | awk 'NR == 2 { print $2 }')" -gt 0 ]
+	dd if=/dev/zero of=f bs=4k count=4 conv=fsync status=none
+	python3 -c 'import os; fd = os.open("f", os.O_RDWR); os.write(fd, b"x"); os.fsync(fd); os.fdatasync(fd)'
+	[ "$(stat -c %s f)" = 16384 ]
+}
+
+@test "chown and chgrp as on the node; the login's files are the mounting user's" {
+	touch f
+	[ "$(stat -c '%u %g' f)" = "$(id -u) $(id -g)" ]
+	chown 1234:5678 f
+	[ "$(stat -c '%u %g' f)" = "1234 5678" ]
+	[ "$(on_node 'stat -c "%u %g" f')" = "1234 5678" ]
+	chgrp 4321 f
+	[ "$(stat -c '%u %g' f)" = "1234 4321" ]
+	chown 0 f
+	[ "$(on_node 'stat -c "%u %g" f')" = "0 4321" ]
+	mkdir d
+	chown -h 77:88 d
+	[ "$(ls -nd d | awk '{ print $3, $4 }')" = "77 88" ]
+}
+
+@test "errors as the node's file system gives them" {
+	long=$(printf 'n%.0s' $(seq 256))
+	fails_with "File name too long" touch "$long"
+	fails_with "File name too long" mkdir "$long"
+	touch "${long:1}" # 255 bytes are fine
+	touch f
+	fails_with "File too large" truncate -s 4611686018427387904 f
+	mkdir d
+	touch d/x
+	fails_with "Directory not empty" rmdir d
+	fails_with "File exists" mkdir d
+	fails_with "Is a directory" sh -c 'echo x >d'
+	# a small file system and a read-only one, mounted on the node
+	mkdir small ro
+	SMALL=$ON_NODE/small
+	on_node "mount -t tmpfs -o size=64k tmpfs small && mount -t tmpfs -o ro tmpfs ro && echo ok" | grep -qx ok
+	fails_with "No space left on device" dd if=/dev/zero of=small/big bs=16k count=16 status=none
+	fails_with "Read-only file system" touch ro/x
+	fails_with "Read-only file system" mkdir ro/d
+	on_node 'umount ro'
+	on_node 'umount small'
+	SMALL=
+}
+
+@test "times: whole seconds from 1970 within 32 bits, others refused" {
+	touch f
+	touch -d @4294967295 f
+	[ "$(stat -c %Y f)" = 4294967295 ]
+	[ "$(on_node 'stat -c %Y f')" = 4294967295 ]
+	fails_with "Value too large" touch -d @4294967296 f
+	fails_with "Value too large" touch -d '1969-12-31 23:59:59 UTC' f
+	[ "$(stat -c %Y f)" = 4294967295 ]
+	touch -m -d @1000000000.75 f
+	[ "$(python3 -c 'import os; print(os.stat("f").st_mtime_ns)')" = 1000000000000000000 ]
+	[ "$(stat -c %X f)" = 4294967295 ] # touch -m left atime alone
+}
+
+@test "mkfifo and mknod: not permitted (SFTP makes no special files)" {
+	fails_with "not permitted" mkfifo p
+	[ ! -e p ]
+	python3 -c 'import os; os.mknod("r", 0o600 | 0o100000)'
+	[ "$(stat -c %F r)" = "regular empty file" ]
+}
+
+@test "flock and fcntl locks exclude each other through the mount" {
+	touch f
+	# flock: a second open file description cannot take what the first holds
+	flock -n f -c '! flock -n f true && ! flock -s -n f true'
+	flock -s -n f -c 'flock -s -n f true && ! flock -n f true'
+	flock -n f true # released with its holder
+	# POSIX locks: per process, ranges, F_GETLK sees the holder
+	cat >"$TESTDIR/lk.py" <<'EOF'
+import fcntl, os, struct, sys
+fd = os.open("f", os.O_RDWR)
+fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 10, 0)
+r, w = os.pipe()
+if os.fork() == 0:
+    fd2 = os.open("f", os.O_RDWR)
+    ok = []
+    try:
+        fcntl.lockf(fd2, fcntl.LOCK_EX | fcntl.LOCK_NB, 10, 0)
+        ok.append("locked-held")
+    except OSError:
+        ok.append("refused")
+    fcntl.lockf(fd2, fcntl.LOCK_EX | fcntl.LOCK_NB, 10, 10)
+    ok.append("other-range")
+    got = fcntl.fcntl(fd2, fcntl.F_GETLK,
+                      struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 5, 0))
+    ok.append("getlk-%d" % struct.unpack("hhqqi", got)[0])
+    os.write(w, (" ".join(ok)).encode())
+    os._exit(0)
+os.wait()
+print(os.read(r, 100).decode())
+fcntl.lockf(fd, fcntl.LOCK_UN, 0, 0)
+if os.fork() == 0:
+    fd2 = os.open("f", os.O_RDWR)
+    fcntl.lockf(fd2, fcntl.LOCK_EX | fcntl.LOCK_NB, 10, 0)
+    os._exit(0)
+print("child-after-unlock", os.wait()[1])
+EOF
+	run python3 "$TESTDIR/lk.py"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "refused other-range getlk-1" ]
+	[ "${lines[1]}" = "child-after-unlock 0" ]
+}
+
+@test "an open file stays usable after rm; stat sees the node's changes" {
+	echo kept >f
+	exec 5<f
+	rm f
+	[ ! -e f ]
+	[ "$(cat <&5)" = kept ]
+	exec 5<&-
+	echo 12345 >g
+	[ "$(stat -c %s g)" = 6 ]
+	on_node 'echo 1234567890 >>g'
+	[ "$(stat -c %s g)" = 17 ]
+	[ "$(cat g)" = "$(printf '12345\n1234567890')" ]
+}
