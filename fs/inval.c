@@ -1,6 +1,8 @@
 /* Kernel cache invalidation for changes the daemon makes on its own: paths
  * are queued from any thread and a background thread sends them with
- * fuse_invalidate_path, never from inside the handler of the same file. */
+ * fuse_invalidate_path, never from inside the handler of the same file.
+ * Paths under nodes/N/files/ that the kernel was told of are remembered,
+ * so that all of them can be dropped after a command ran on the node. */
 #define FUSE_USE_VERSION 314
 #include "fs/inval.h"
 
@@ -21,7 +23,19 @@ struct inval {
 	char **queue;
 	size_t count, cap;
 	uint64_t queued, sent; /* paths ever queued and ever sent */
+	/* Paths of files/ the kernel may hold (a set, chained; cleared
+	 * whole when full: what it held then expires with its timeout). */
+	struct inval_known **known;
+	size_t nknown;
 };
+
+struct inval_known {
+	struct inval_known *next;
+	char path[];
+};
+
+#define INVAL_KNOWN_BUCKETS 4096
+#define INVAL_KNOWN_MAX	    65536
 
 static __thread const char *inval_serving;
 
@@ -78,6 +92,97 @@ struct inval *inval_start(struct fuse *f)
 	return inv;
 }
 
+static size_t inval_hash(const char *s)
+{
+	size_t h = 5381;
+
+	while (*s)
+		h = h * 33 + (unsigned char)*s++;
+	return h % INVAL_KNOWN_BUCKETS;
+}
+
+static void inval_known_clear(struct inval *inv)
+{
+	for (size_t i = 0; inv->known && i < INVAL_KNOWN_BUCKETS; i++) {
+		while (inv->known[i]) {
+			struct inval_known *k = inv->known[i];
+
+			inv->known[i] = k->next;
+			free(k);
+		}
+	}
+	inv->nknown = 0;
+}
+
+void inval_note(struct inval *inv, const char *path)
+{
+	struct inval_known *k;
+	size_t h, n = strlen(path);
+
+	if (!inv)
+		return;
+	h = inval_hash(path);
+	pthread_mutex_lock(&inv->lock);
+	if (!inv->known)
+		inv->known = calloc(INVAL_KNOWN_BUCKETS, sizeof(*inv->known));
+	for (k = inv->known ? inv->known[h] : NULL; k; k = k->next)
+		if (strcmp(k->path, path) == 0)
+			break;
+	if (!k && inv->known) {
+		if (inv->nknown >= INVAL_KNOWN_MAX)
+			inval_known_clear(inv);
+		k = malloc(sizeof(*k) + n + 1);
+		if (k) {
+			memcpy(k->path, path, n + 1);
+			k->next = inv->known[h];
+			inv->known[h] = k;
+			inv->nknown++;
+		}
+	}
+	pthread_mutex_unlock(&inv->lock);
+}
+
+/* Append full (taken) to the queue; under inv->lock. */
+static void inval_queue(struct inval *inv, char *full)
+{
+	if (inv->count == inv->cap) {
+		size_t cap = inv->cap ? inv->cap * 2 : 16;
+		char **q = realloc(inv->queue, cap * sizeof(*q));
+
+		if (!q) {
+			free(full);
+			return;
+		}
+		inv->queue = q;
+		inv->cap = cap;
+	}
+	inv->queue[inv->count++] = full;
+	inv->queued++;
+	pthread_cond_signal(&inv->cond);
+}
+
+/* "/clusters/H/nodes/N/files/": the directory and every known path below
+ * it; under inv->lock. */
+static void inval_queue_below(struct inval *inv, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	char *dir = strndup(prefix, n - 1);
+
+	if (dir)
+		inval_queue(inv, dir);
+	for (size_t i = 0; inv->known && i < INVAL_KNOWN_BUCKETS; i++) {
+		for (struct inval_known *k = inv->known[i]; k; k = k->next) {
+			char *p;
+
+			if (strncmp(k->path, prefix, n) != 0)
+				continue;
+			p = strdup(k->path);
+			if (p)
+				inval_queue(inv, p);
+		}
+	}
+}
+
 void inval_serve(const char *path)
 {
 	inval_serving = path;
@@ -99,26 +204,18 @@ void inval_push(void *arg, const char *path)
 	full[0] = '/';
 	memcpy(full + 1, path, n + 1);
 	pthread_mutex_lock(&inv->lock);
+	if (n && path[n - 1] == '/') {
+		inval_queue_below(inv, full);
+		free(full);
+		goto out;
+	}
 	for (size_t i = 0; i < inv->count; i++) {
 		if (strcmp(inv->queue[i], full) == 0) {
 			free(full);
 			goto out;
 		}
 	}
-	if (inv->count == inv->cap) {
-		size_t cap = inv->cap ? inv->cap * 2 : 16;
-		char **q = realloc(inv->queue, cap * sizeof(*q));
-
-		if (!q) {
-			free(full);
-			goto out;
-		}
-		inv->queue = q;
-		inv->cap = cap;
-	}
-	inv->queue[inv->count++] = full;
-	inv->queued++;
-	pthread_cond_signal(&inv->cond);
+	inval_queue(inv, full);
 out:
 	pthread_mutex_unlock(&inv->lock);
 }
@@ -149,6 +246,8 @@ void inval_stop(struct inval *inv)
 	for (size_t i = 0; i < inv->count; i++)
 		free(inv->queue[i]);
 	free(inv->queue);
+	inval_known_clear(inv);
+	free(inv->known);
 	pthread_mutex_destroy(&inv->lock);
 	pthread_cond_destroy(&inv->cond);
 	pthread_cond_destroy(&inv->done);

@@ -16,6 +16,11 @@ void inval_stop(struct inval *inv);
  * which refreshes the file a request was made on by itself. */
 void inval_push(void *inv, const char *path);
 
+/* Remember a mount path under nodes/N/files/ that the kernel was given
+ * attributes of: a later "clusters/H/nodes/N/files/" pushed (trailing
+ * slash) drops them all. */
+void inval_note(struct inval *inv, const char *path);
+
 /* Mark the calling thread as serving a request on mount path `path`
  * ("/contracts/c1/node_count"), or on nothing (NULL). */
 void inval_serve(const char *path);

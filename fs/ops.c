@@ -3,6 +3,7 @@
 #define FUSE_USE_VERSION 314
 #include "fs/ops.h"
 
+#include "fs/files.h"
 #include "fs/inval.h"
 #include "fs/path.h"
 #include "fs/readme.h"
@@ -107,7 +108,7 @@ static mode_t fs_file_mode(int field)
 
 static struct model_files *fs_files(const struct fspath *p, int *err)
 {
-	return model_files_get(fs_ctx()->model, p->handle, p->node, err);
+	return fs_files_get(fs_ctx()->model, p->handle, p->node, err);
 }
 
 /* Run `call` on the node of p, as an expression using f; -errno. */
@@ -425,8 +426,18 @@ static int fs_getattr(const char *path, struct stat *st,
 	}
 	if (!path)
 		return -ENOENT;
+	if (fs_files_is_hidden_name(path)) {
+		rc = fs_files_hidden_stat(path, st);
+		if (rc != -ENOENT)
+			return rc;
+	}
 	rc = fspath_parse(path, &p);
-	return rc ? rc : fs_stat_path(&p, st);
+	if (rc)
+		return rc;
+	rc = fs_stat_path(&p, st);
+	if (rc == 0 && p.kind == FSPATH_NODE_FILES)
+		inval_note(fs_ctx()->inval, path);
+	return rc;
 }
 
 /*
@@ -593,7 +604,7 @@ static void fs_list_clusters(struct fs_lister *l, const struct fspath *dirp)
 		break;
 	default:
 		p.kind = FSPATH_NODE_FILES;
-		p.rel[0] = '\0';
+		p.rel = "";
 		if (fs_list_entry(l, &p, "files"))
 			return;
 		p.kind = FSPATH_NODE_FILE;
@@ -925,7 +936,7 @@ static int fs_symlink_tree(const char *target, const char *path)
 	return fs_refuse_new(path);
 }
 
-static int fs_link(const char *from, const char *to)
+static int fs_link_tree(const char *from, const char *to)
 {
 	(void)from;
 	return fs_refuse_new(to);
@@ -956,8 +967,8 @@ static int fs_chmod_tree(const char *path, mode_t mode,
 		       : fs_refuse_at(path, fi, EPERM, fs_why_modes);
 }
 
-static int fs_chown(const char *path, uid_t uid, gid_t gid,
-		    struct fuse_file_info *fi)
+static int fs_chown_tree(const char *path, uid_t uid, gid_t gid,
+			 struct fuse_file_info *fi)
 {
 	struct stat st = {0};
 	int rc = fs_getattr(path, &st, fi);
@@ -1419,6 +1430,7 @@ static int fs_files_open(const struct fspath *p, int flags, mode_t mode,
 	 * also refreshes the size; not direct I/O, so mmap works. */
 	fi->direct_io = 0;
 	fi->keep_cache = 0;
+	h->path.rel = ""; /* it pointed into this request's path */
 	fi->fh = (uint64_t)(uintptr_t)h;
 	return 0;
 }
@@ -1441,12 +1453,34 @@ static int fs_rmdir(const char *path)
 	return fs_rmdir_tree(path);
 }
 
+/* A file with other names (hard links): what the kernel holds of the
+ * node's files is dropped, since libfuse cannot tell which names share
+ * the link count. */
+static int fs_files_unlink(const struct fspath *p)
+{
+	struct stat st;
+	char below[160];
+	int rc, shared;
+
+	shared = FS_FILES(p, model_files_getattr(f, p->rel, &st)) == 0 &&
+		 !S_ISDIR(st.st_mode) && st.st_nlink > 1;
+	rc = FS_FILES(p, model_files_unlink(f, p->rel));
+	if (rc || !shared)
+		return rc;
+	snprintf(below, sizeof(below), "clusters/%s/nodes/%s/files/", p->handle,
+		 p->node);
+	inval_push(fs_ctx()->inval, below);
+	return fs_done(rc);
+}
+
 static int fs_unlink(const char *path)
 {
 	struct fspath p;
 
+	if (fs_files_is_hidden_name(path) && fs_files_hidden_unlink(path) == 0)
+		return 0;
 	if (fs_in_files(path, &p))
-		return FS_FILES(&p, model_files_unlink(f, p.rel));
+		return fs_files_unlink(&p);
 	return fs_unlink_tree(path);
 }
 
@@ -1461,7 +1495,76 @@ static int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 
 static int fs_mknod(const char *path, mode_t mode, dev_t dev)
 {
+	struct fspath p;
+
+	if (fs_in_files(path, &p))
+		return FS_FILES(&p, model_files_mknod(f, p.rel, mode, dev));
 	return fs_mknod_tree(path, mode, dev);
+}
+
+/* Both names on the same node, as for rename. libfuse knows the two
+ * names as two files: the first one's link count is dropped from the
+ * kernel's cache before link() returns. */
+static int fs_link(const char *from, const char *to)
+{
+	struct fspath p, q;
+	int rc;
+
+	if (fs_in_files(from, &p)) {
+		if (!fs_in_files(to, &q) || strcmp(p.handle, q.handle) != 0 ||
+		    strcmp(p.node, q.node) != 0)
+			return -EXDEV;
+		rc = FS_FILES(&p, model_files_link(f, p.rel, q.rel));
+		if (rc == 0)
+			inval_push(fs_ctx()->inval, from + 1);
+		return fs_done(rc);
+	}
+	return fs_link_tree(from, to);
+}
+
+static int fs_chown(const char *path, uid_t uid, gid_t gid,
+		    struct fuse_file_info *fi)
+{
+	struct fspath p;
+
+	if (fs_in_files(path, &p))
+		return FS_FILES(&p, model_files_chown(f, p.rel, uid, gid));
+	return fs_chown_tree(path, uid, gid, fi);
+}
+
+/* The tree holds no data of its own: libfuse's answer for it (nothing
+ * used, names up to 255 bytes); files/ tells its node's file system. */
+static int fs_statfs(const char *path, struct statvfs *st)
+{
+	struct fspath p;
+
+	if (fs_in_files(path, &p))
+		return FS_FILES(&p, model_files_statfs(f, p.rel, st));
+	memset(st, 0, sizeof(*st));
+	st->f_bsize = 512;
+	st->f_namemax = 255;
+	return 0;
+}
+
+static int fs_lock(const char *path, struct fuse_file_info *fi, int cmd,
+		   struct flock *fl)
+{
+	struct fshandle *h = (struct fshandle *)(uintptr_t)fi->fh;
+
+	(void)path;
+	if (!h || !h->files)
+		return -ENOLCK; /* values are replaced whole: nothing to lock */
+	return fs_files_lock(h->files, h->pfh, fi->lock_owner, cmd, fl);
+}
+
+static int fs_flock(const char *path, struct fuse_file_info *fi, int op)
+{
+	struct fshandle *h = (struct fshandle *)(uintptr_t)fi->fh;
+
+	(void)path;
+	if (!h || !h->files)
+		return -ENOLCK;
+	return fs_files_flock(h->files, h->pfh, op);
 }
 
 static int fs_symlink(const char *target, const char *path)
@@ -1473,10 +1576,33 @@ static int fs_symlink(const char *target, const char *path)
 	return fs_symlink_tree(target, path);
 }
 
+/* libfuse hides a file removed while open under a new name: see
+ * fs_files_hide. A value of the tree is reset (rm) at once. */
+static int fs_hide(const char *from, const char *to)
+{
+	struct model_files *f;
+	struct fspath p;
+	int rc;
+
+	if (!fs_in_files(from, &p)) {
+		rc = fs_unlink_tree(from);
+		return rc ? rc : fs_files_hide(NULL, NULL, to);
+	}
+	f = fs_files(&p, &rc);
+	if (!f)
+		return rc;
+	rc = fs_files_hide(f, p.rel, to);
+	if (rc)
+		model_files_put(f);
+	return rc;
+}
+
 static int fs_rename(const char *from, const char *to, unsigned int flags)
 {
 	struct fspath p, q;
 
+	if (flags == 0 && fs_files_is_hidden_name(to))
+		return fs_hide(from, to);
 	if (fs_in_files(from, &p)) {
 		if (!fs_in_files(to, &q) || strcmp(p.handle, q.handle) != 0 ||
 		    strcmp(p.node, q.node) != 0)
@@ -1532,13 +1658,16 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 
 	(void)conn;
 	cfg->use_ino = 0;
-	/* Unlink (rm resets a value) must never turn into a rename to a
-	 * .fuse_hidden file, which cclfs refuses. */
-	cfg->hard_remove = 1;
+	/* A file removed while open is renamed by libfuse to a hidden name,
+	 * which keeps it reachable by path (fstat asks by path) until the
+	 * last close; fs_files_hide removes it for real and keeps it open. */
+	cfg->hard_remove = 0;
 	/* Every change the daemon makes on its own is invalidated (fs_done,
-	 * inval), so the kernel may keep what it learnt for a while. */
-	cfg->entry_timeout = 10.0;
-	cfg->attr_timeout = 10.0;
+	 * inval), and so is all of a node's files/ after a command ran there;
+	 * what processes left running on a node change in its files/ is seen
+	 * when what the kernel learnt expires: within a second. */
+	cfg->entry_timeout = 0.9;
+	cfg->attr_timeout = 0.9;
 	cfg->negative_timeout = 0;
 	fs->inval = inval_start(fuse_get_context()->fuse);
 	model_set_changed(fs->model, inval_push, fs->inval);
@@ -1582,6 +1711,9 @@ const struct fuse_operations fsops = {
 	.flush = fs_flush,
 	.fsync = fs_fsync,
 	.release = fs_release,
+	.statfs = fs_statfs,
+	.lock = fs_lock,
+	.flock = fs_flock,
 	.init = fs_init,
 	.destroy = fs_destroy,
 };

@@ -94,9 +94,7 @@ static int fspath_files(const char *path, struct fspath *out)
 	p = part[4] + len[4];
 	while (*p == '/')
 		p++;
-	if (snprintf(out->rel, sizeof(out->rel), "%s", p) >=
-	    (int)sizeof(out->rel))
-		return 0;
+	out->rel = p;
 	out->kind = FSPATH_NODE_FILES;
 	return 1;
 }

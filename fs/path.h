@@ -49,7 +49,9 @@ struct fspath {
 	char handle[CONTRACT_NAME_MAX + 1];
 	char node[16];
 	char file[32];
-	char rel[4096]; /* FSPATH_NODE_FILES: the path below files/ */
+	/* FSPATH_NODE_FILES: the path below files/, pointing into the parsed
+	 * path (any length: the provider resolves it step by step). */
+	const char *rel;
 };
 
 /* Parse an absolute path of the mount. Returns 0, or -ENOENT when no

@@ -92,6 +92,21 @@ void cluster_notify(struct model *m, const struct cluster *c, const char *file)
 	model_notify_path(m, path);
 }
 
+/* "nodes/N/files/": the trailing slash stands for all below. */
+void cluster_notify_files(struct model *m, const struct cluster *c,
+			  const char *node)
+{
+	char path[64];
+
+	for (size_t i = 0; i < c->nnodes; i++) {
+		if (node && strcmp(node, c->nodes[i].name) != 0)
+			continue;
+		snprintf(path, sizeof(path), "nodes/%s/files/",
+			 c->nodes[i].name);
+		cluster_notify(m, c, path);
+	}
+}
+
 void cluster_log(struct model *m, struct cluster *c, const char *fmt, ...)
 {
 	char subject[96], line[MODEL_ERR_MAX + 128];

@@ -553,6 +553,7 @@ int model_exec(struct model *m, const char *handle, const char *node,
 			cluster_notify(m, c, path);
 			snprintf(path, sizeof(path), "nodes/%s/exec", nd->name);
 			cluster_notify(m, c, path);
+			cluster_notify_files(m, c, nd->name);
 		}
 		if (xs[i].rc || xs[i].status != 0)
 			failed++;

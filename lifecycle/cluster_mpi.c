@@ -228,6 +228,7 @@ int model_mpiexec(struct model *m, const char *handle, const char *command,
 	cluster_notify(m, c, "mpi_stdout");
 	cluster_notify(m, c, "mpi_stderr");
 	cluster_notify(m, c, "mpi_exit_status");
+	cluster_notify_files(m, c, NULL);
 	if (rc == -EINTR) {
 		rc = cluster_fail(m, c, "mpiexec", -EINTR,
 				  "the MPI program was interrupted");

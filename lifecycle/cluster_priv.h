@@ -90,6 +90,10 @@ void cluster_free(struct cluster *c);
 /* Tell the kernel that clusters/HANDLE/relpath changed. */
 void cluster_notify(struct model *m, const struct cluster *c,
 		    const char *relpath);
+/* What a command may have changed in files/ of node (every node when
+ * NULL): the filesystem drops what it cached of everything below. */
+void cluster_notify_files(struct model *m, const struct cluster *c,
+			  const char *node);
 /* A line in the cluster's log. */
 __attribute__((format(printf, 3, 4))) void
 cluster_log(struct model *m, struct cluster *c, const char *fmt, ...);

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "lifecycle/config.h"
@@ -204,8 +205,19 @@ int model_mpiexec(struct model *m, const char *handle, const char *command,
  */
 struct model_files;
 struct stat;
+struct statvfs;
+struct flock;
+/* Who makes the calls (the process of the request): a provider whose
+ * files are on this machine acts with these rights. ngroups -1: unknown. */
+struct model_caller {
+	uid_t uid;
+	gid_t gid;
+	int ngroups;
+	gid_t groups[64];
+};
 struct model_files *model_files_get(struct model *m, const char *handle,
-				    const char *node, int *err);
+				    const char *node,
+				    const struct model_caller *who, int *err);
 void model_files_put(struct model_files *f);
 int model_files_getattr(struct model_files *f, const char *path,
 			struct stat *st);
@@ -238,6 +250,18 @@ int model_files_symlink(struct model_files *f, const char *target,
 			const char *path);
 int model_files_readlink(struct model_files *f, const char *path, char *buf,
 			 size_t size);
+int model_files_link(struct model_files *f, const char *from, const char *to);
+int model_files_mknod(struct model_files *f, const char *path,
+		      unsigned int mode, uint64_t dev);
+int model_files_chown(struct model_files *f, const char *path, uid_t uid,
+		      gid_t gid);
+int model_files_statfs(struct model_files *f, const char *path,
+		       struct statvfs *st);
+/* Never wait: a lock held elsewhere is -EAGAIN (POSIX) or -EWOULDBLOCK
+ * (flock); the caller retries to wait. */
+int model_files_lock(struct model_files *f, uint64_t fh, uint64_t owner,
+		     int cmd, struct flock *fl);
+int model_files_flock(struct model_files *f, uint64_t fh, int op);
 
 /* catalog/: read-only but for PROVIDER/refresh; it changes only when a
  * refresh (or `default`) replaces it whole. The providers, a provider's
