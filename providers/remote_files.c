@@ -529,9 +529,9 @@ static int remote_files_flock(struct provider *p, uint64_t fh, int op)
 	(void)p;
 	pthread_mutex_lock(&remote_locks_mutex);
 	lk = remote_locks_join(hf);
-	if (!lk)
-		rc = -ENOLCK;
-	else if (hf->flock_fd < 0 && (hf->flock_fd = remote_locks_ofd(lk)) < 0)
+	if (lk && hf->flock_fd < 0)
+		hf->flock_fd = remote_locks_ofd(lk);
+	if (!lk || hf->flock_fd < 0)
 		rc = -ENOLCK;
 	else if (flock(hf->flock_fd, (op & ~LOCK_NB) | LOCK_NB) < 0)
 		rc = -errno;

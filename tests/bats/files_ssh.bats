@@ -18,6 +18,7 @@ setup() {
 	HOSTS=
 	CNAME=
 	SMALL=
+	WATCHER=
 	cclfs_setup --no-mount
 	HOSTS=$TESTDIR/hosts
 	testhosts_start "$HOSTS" 1 "$FIRST"
@@ -46,6 +47,9 @@ setup() {
 teardown() {
 	[ -n "${TESTDIR:-}" ] || return 0
 	cd /
+	if [ -n "$WATCHER" ]; then
+		kill "$WATCHER" 2>/dev/null || true
+	fi
 	if [ -n "$SMALL" ]; then
 		umount "$SMALL" 2>/dev/null || true
 	fi
@@ -120,6 +124,31 @@ fails_with() { # message command...
 	mv -n m k
 	[ "$(cat k)" = keep ]
 	[ -e m ]
+}
+
+@test "rename over a file: its name never goes missing on the node" {
+	echo 0 >o
+	(while [ ! -e "$TESTDIR/stop" ]; do
+		[ -e "$ON_NODE/o" ] || echo missing >>"$TESTDIR/seen"
+	done) &
+	WATCHER=$!
+	for i in $(seq 100); do
+		echo "$i" >n
+		mv n o
+	done
+	touch "$TESTDIR/stop"
+	wait "$WATCHER"
+	WATCHER=
+	[ "$(cat o)" = 100 ]
+	[ ! -e "$TESTDIR/seen" ]
+}
+
+@test "many lookups at once each get their own file's answer" {
+	on_node 'for i in $(seq 60); do head -c $i /dev/zero >f$i; mkdir d$i; done'
+	seq 60 | xargs -P 12 -I{} sh -c 'echo "f{} $(stat -c %s f{}) $(stat -c %F d{})"' |
+		sort >"$TESTDIR/got"
+	seq 60 | while read -r i; do echo "f$i $i directory"; done | sort >"$TESTDIR/want"
+	diff "$TESTDIR/want" "$TESTDIR/got"
 }
 
 @test "df shows the node's file system; fsync reaches the server" {
