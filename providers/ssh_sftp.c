@@ -848,6 +848,10 @@ int ssh_sftp_readdir(struct ssh_conn *c, const char *path,
 	return rc;
 }
 
+/* Bits of a new file's mode that the server's own umask (022 as a rule)
+ * would take away: then the mode is set again after the call. */
+#define SFTP_UMASKED 022
+
 int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 		  struct ssh_file **out)
 {
@@ -884,6 +888,15 @@ int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 	(*out)->c = c;
 	(*out)->h = q.h;
 	pthread_mutex_init(&(*out)->lock, NULL);
+	if ((flags & O_CREAT) && (mode & SFTP_UMASKED)) {
+		/* The caller's umask is applied already; not the server's
+		 * again. */
+		struct sftp_req m = {.op = SFTP_FSETSTAT, .f = *out};
+
+		m.attrs.flags = LIBSSH2_SFTP_ATTR_PERMISSIONS;
+		m.attrs.permissions = mode & 07777;
+		(void)sftp_run_file(&m);
+	}
 	/* The session the handle belongs to (a reconnect may have happened
 	 * between the look and the open: then the first use fails). */
 	return 0;
@@ -1017,6 +1030,8 @@ int ssh_sftp_mkdir(struct ssh_conn *c, const char *path, mode_t mode)
 		rc = ssh_sftp_stat(c, path, &st) == 0
 			     ? -EEXIST
 			     : sftp_explain(c, path, true, rc);
+	else if (rc == 0 && (mode & SFTP_UMASKED))
+		(void)ssh_sftp_chmod(c, path, mode); /* as in ssh_sftp_open */
 	return rc;
 }
 

@@ -174,6 +174,15 @@ fails_with() { # message command...
 	[ "$(ls -nd d | awk '{ print $3, $4 }')" = "77 88" ]
 }
 
+@test "new files and directories get the caller's umask, once" {
+	(umask 0 && touch a && mkdir d)
+	[ "$(stat -c %a a d | tr '\n' ' ')" = "666 777 " ]
+	(umask 002 && touch b && mkdir e)
+	[ "$(on_node 'stat -c %a b e' | tr '\n' ' ')" = "664 775 " ]
+	(umask 077 && touch c && mkdir f)
+	[ "$(stat -c %a c f | tr '\n' ' ')" = "600 700 " ]
+}
+
 @test "errors as the node's file system gives them" {
 	long=$(printf 'n%.0s' $(seq 256))
 	fails_with "File name too long" touch "$long"
