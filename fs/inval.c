@@ -2,19 +2,28 @@
  * are queued from any thread and a background thread sends them with
  * fuse_invalidate_path, never from inside the handler of the same file.
  * Paths under nodes/N/files/ that the kernel was told of are remembered,
- * so that all of them can be dropped after a command ran on the node. */
+ * so that all of them can be dropped after a command ran on the node: the
+ * attributes of each, and the name of each that is not a directory (the
+ * node may have made it a file of another type; a directory's name stays,
+ * since dropping it would cut the working directory of whoever is in
+ * it from the tree). */
 #define FUSE_USE_VERSION 314
 #include "fs/inval.h"
 
+#include <fcntl.h>
 #include <fuse.h>
+#include <fuse_lowlevel.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct inval {
 	struct fuse *fuse;
+	char *mountpoint;
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* work queued, or stop */
@@ -31,8 +40,40 @@ struct inval {
 
 struct inval_known {
 	struct inval_known *next;
+	bool dir;
 	char path[];
 };
+
+/* Queued paths starting with this byte drop the name too. */
+#define INVAL_ENTRY '\001'
+
+/* Drop the kernel's entry for the last name of path: its parent's node
+ * id is what the kernel's file handle of it holds (nodeid, high word
+ * first). Best effort: a parent the kernel does not hold has nothing. */
+static void inval_entry(struct inval *inv, const char *path)
+{
+	union {
+		struct file_handle fh;
+		char space[sizeof(struct file_handle) + 64];
+	} h;
+	const char *slash = strrchr(path, '/');
+	char parent[PATH_MAX];
+	uint32_t w[2];
+	int mount_id;
+
+	if (!slash || !inv->mountpoint ||
+	    snprintf(parent, sizeof(parent), "%s%.*s", inv->mountpoint,
+		     (int)(slash - path), path) >= (int)sizeof(parent))
+		return;
+	h.fh.handle_bytes = 64;
+	if (name_to_handle_at(AT_FDCWD, parent, &h.fh, &mount_id, 0) ||
+	    h.fh.handle_bytes < sizeof(w))
+		return;
+	memcpy(w, h.fh.f_handle, sizeof(w));
+	fuse_lowlevel_notify_inval_entry(fuse_get_session(inv->fuse),
+					 ((fuse_ino_t)w[0] << 32) | w[1],
+					 slash + 1, strlen(slash + 1));
+}
 
 #define INVAL_KNOWN_BUCKETS 4096
 #define INVAL_KNOWN_MAX	    65536
@@ -58,9 +99,13 @@ static void *inval_main(void *arg)
 		inv->count = inv->cap = 0;
 		pthread_mutex_unlock(&inv->lock);
 		for (size_t i = 0; i < n; i++) {
+			const char *path = batch[i];
+
+			if (*path == INVAL_ENTRY)
+				inval_entry(inv, ++path);
 			/* -ENOENT for a path the kernel never looked up:
 			 * nothing to drop. */
-			fuse_invalidate_path(inv->fuse, batch[i]);
+			fuse_invalidate_path(inv->fuse, path);
 			free(batch[i]);
 		}
 		free(batch);
@@ -72,13 +117,14 @@ static void *inval_main(void *arg)
 	return NULL;
 }
 
-struct inval *inval_start(struct fuse *f)
+struct inval *inval_start(struct fuse *f, const char *mountpoint)
 {
 	struct inval *inv = calloc(1, sizeof(*inv));
 
 	if (!inv)
 		return NULL;
 	inv->fuse = f;
+	inv->mountpoint = mountpoint ? strdup(mountpoint) : NULL;
 	pthread_mutex_init(&inv->lock, NULL);
 	pthread_cond_init(&inv->cond, NULL);
 	pthread_cond_init(&inv->done, NULL);
@@ -86,6 +132,7 @@ struct inval *inval_start(struct fuse *f)
 		pthread_mutex_destroy(&inv->lock);
 		pthread_cond_destroy(&inv->cond);
 		pthread_cond_destroy(&inv->done);
+		free(inv->mountpoint);
 		free(inv);
 		return NULL;
 	}
@@ -114,7 +161,7 @@ static void inval_known_clear(struct inval *inv)
 	inv->nknown = 0;
 }
 
-void inval_note(struct inval *inv, const char *path)
+void inval_note(struct inval *inv, const char *path, bool dir)
 {
 	struct inval_known *k;
 	size_t h, n = strlen(path);
@@ -128,11 +175,14 @@ void inval_note(struct inval *inv, const char *path)
 	for (k = inv->known ? inv->known[h] : NULL; k; k = k->next)
 		if (strcmp(k->path, path) == 0)
 			break;
-	if (!k && inv->known) {
+	if (k) {
+		k->dir = dir;
+	} else if (inv->known) {
 		if (inv->nknown >= INVAL_KNOWN_MAX)
 			inval_known_clear(inv);
 		k = malloc(sizeof(*k) + n + 1);
 		if (k) {
+			k->dir = dir;
 			memcpy(k->path, path, n + 1);
 			k->next = inv->known[h];
 			inv->known[h] = k;
@@ -172,13 +222,18 @@ static void inval_queue_below(struct inval *inv, const char *prefix)
 		inval_queue(inv, dir);
 	for (size_t i = 0; inv->known && i < INVAL_KNOWN_BUCKETS; i++) {
 		for (struct inval_known *k = inv->known[i]; k; k = k->next) {
+			size_t len = strlen(k->path);
 			char *p;
 
 			if (strncmp(k->path, prefix, n) != 0)
 				continue;
-			p = strdup(k->path);
-			if (p)
-				inval_queue(inv, p);
+			p = malloc(len + 2);
+			if (!p)
+				continue;
+			p[0] = INVAL_ENTRY;
+			memcpy(p + 1, k->path, len + 1);
+			inval_queue(inv,
+				    k->dir ? memmove(p, p + 1, len + 1) : p);
 		}
 	}
 }
@@ -251,5 +306,6 @@ void inval_stop(struct inval *inv)
 	pthread_mutex_destroy(&inv->lock);
 	pthread_cond_destroy(&inv->cond);
 	pthread_cond_destroy(&inv->done);
+	free(inv->mountpoint);
 	free(inv);
 }

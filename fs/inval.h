@@ -4,10 +4,14 @@
 #ifndef CCLFS_FS_INVAL_H
 #define CCLFS_FS_INVAL_H
 
+#include <stdbool.h>
+
 struct fuse;
 struct inval;
 
-struct inval *inval_start(struct fuse *f);
+/* mountpoint: where f is mounted (absolute), or NULL: names are then
+ * never dropped, only attributes. */
+struct inval *inval_start(struct fuse *f, const char *mountpoint);
 void inval_stop(struct inval *inv);
 
 /* Queue a mount-relative path ("contracts/c1/error"). Never blocks on the
@@ -19,7 +23,7 @@ void inval_push(void *inv, const char *path);
 /* Remember a mount path under nodes/N/files/ that the kernel was given
  * attributes of: a later "clusters/H/nodes/N/files/" pushed (trailing
  * slash) drops them all. */
-void inval_note(struct inval *inv, const char *path);
+void inval_note(struct inval *inv, const char *path, bool dir);
 
 /* Mark the calling thread as serving a request on mount path `path`
  * ("/contracts/c1/node_count"), or on nothing (NULL). */

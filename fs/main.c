@@ -191,6 +191,7 @@ int main(int argc, char *argv[])
 	mo.report = NULL;
 
 	fs.uid = getuid();
+	fs.mountpoint = cmd.mountpoint;
 	fs.gid = getgid();
 	clock_gettime(CLOCK_REALTIME, &fs.mounted);
 	fuse_opt_add_arg(&args, "-odefault_permissions");

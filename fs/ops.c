@@ -411,8 +411,35 @@ static int fs_stat_path(const struct fspath *p, struct stat *st)
 	return rc;
 }
 
-static int fs_getattr(const char *path, struct stat *st,
-		      struct fuse_file_info *fi)
+/*
+ * Inode numbers (use_ino): a node's file shows the one its file system
+ * gives, so that two names of one file show one number (as tar, cp -a and
+ * rsync -H expect); a file of the tree, or a node's file whose provider
+ * tells none (SFTP), a hash of its path with the top bit set (the tree) or
+ * the next one (files/), apart from any file system's numbers.
+ */
+static uint64_t fs_hash(const char *s, uint64_t h)
+{
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 0x100000001b3ULL;
+	return h;
+}
+
+static void fs_ino(const char *dir, const char *name, bool files,
+		   struct stat *st)
+{
+	uint64_t h = fs_hash(dir, 0xcbf29ce484222325ULL);
+
+	if (st->st_ino) /* a node's file system's (the tree leaves 0) */
+		return;
+	if (name)
+		h = fs_hash(name, strcmp(dir, "/") ? fs_hash("/", h) : h);
+	h &= ~(3ULL << 62);
+	st->st_ino = (ino_t)(h | (files ? 1ULL << 62 : 1ULL << 63));
+}
+
+static int fs_getattr_path(const char *path, struct stat *st,
+			   struct fuse_file_info *fi)
 {
 	struct fspath p;
 	int rc;
@@ -420,9 +447,12 @@ static int fs_getattr(const char *path, struct stat *st,
 	if (fi && fi->fh) {
 		struct fshandle *h = (struct fshandle *)(uintptr_t)fi->fh;
 
-		if (h->files)
-			return model_files_fgetattr(h->files, h->pfh, st);
-		return fs_stat_path(&h->path, st);
+		if (!h->files)
+			return fs_stat_path(&h->path, st);
+		rc = model_files_fgetattr(h->files, h->pfh, st);
+		if (rc == 0 && path)
+			inval_note(fs_ctx()->inval, path, S_ISDIR(st->st_mode));
+		return rc;
 	}
 	if (!path)
 		return -ENOENT;
@@ -436,7 +466,25 @@ static int fs_getattr(const char *path, struct stat *st,
 		return rc;
 	rc = fs_stat_path(&p, st);
 	if (rc == 0 && p.kind == FSPATH_NODE_FILES)
-		inval_note(fs_ctx()->inval, path);
+		inval_note(fs_ctx()->inval, path, S_ISDIR(st->st_mode));
+	/* A file open through the mount that the node renamed or removed:
+	 * the kernel asks by the name it knows. */
+	if (rc == -ENOENT && p.kind == FSPATH_NODE_FILES)
+		rc = fs_files_hidden_stat(path, st);
+	return rc;
+}
+
+static int fs_getattr(const char *path, struct stat *st,
+		      struct fuse_file_info *fi)
+{
+	struct fspath p;
+	int rc = fs_getattr_path(path, st, fi);
+
+	if (rc == 0 && path)
+		fs_ino(path, NULL,
+		       fspath_parse(path, &p) == 0 &&
+			       p.kind == FSPATH_NODE_FILES,
+		       st);
 	return rc;
 }
 
@@ -451,6 +499,8 @@ struct fs_lister {
 	off_t skip; /* entries before this position were sent already */
 	off_t pos;  /* position of the next entry */
 	bool full;
+	const char *dir; /* the directory's path */
+	bool files;	 /* under nodes/N/files/ */
 };
 
 /* Add one entry (st NULL: no attributes). Returns non-zero when full. */
@@ -458,9 +508,15 @@ static int fs_list_add(struct fs_lister *l, const char *name,
 		       const struct stat *st)
 {
 	off_t pos = ++l->pos;
+	struct stat with;
 
 	if (pos <= l->skip)
 		return 0;
+	if (st) {
+		with = *st;
+		fs_ino(l->dir, name, l->files, &with);
+		st = &with;
+	}
 	if (l->fill(l->buf, name, st, pos, st ? FUSE_FILL_DIR_PLUS : 0)) {
 		l->full = true;
 		return 1;
@@ -724,11 +780,12 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 		    {"contracts", FSPATH_CONTRACTS},
 		    {"clusters", FSPATH_CLUSTERS},
 		    {"catalog", FSPATH_CATALOG}};
-	struct fs_lister l = {buf, fill, off, 0, false};
+	struct fs_lister l = {buf, fill, off, 0, false, path, false};
 	struct fspath p, q;
 	struct stat st = {0};
 	int rc = fspath_parse(path, &p);
 
+	l.files = rc == 0 && p.kind == FSPATH_NODE_FILES;
 	(void)fi;
 	(void)flags;
 	if (rc == 0)
@@ -1052,6 +1109,7 @@ static void fs_handle_free(struct fshandle *h)
 	if (h->fd >= 0)
 		close(h->fd);
 	if (h->files) {
+		fs_files_closing(h->files, h->pfh);
 		model_files_close(h->files, h->pfh);
 		model_files_put(h->files);
 	}
@@ -1402,8 +1460,8 @@ static bool fs_in_files(const char *path, struct fspath *p)
 }
 
 /* Open (or create) a node file: a handle that reads and writes through. */
-static int fs_files_open(const struct fspath *p, int flags, mode_t mode,
-			 struct fuse_file_info *fi)
+static int fs_files_open(const char *path, const struct fspath *p, int flags,
+			 mode_t mode, struct fuse_file_info *fi)
 {
 	struct fshandle *h;
 	int rc;
@@ -1431,6 +1489,7 @@ static int fs_files_open(const struct fspath *p, int flags, mode_t mode,
 	fi->direct_io = 0;
 	fi->keep_cache = 0;
 	h->path.rel = ""; /* it pointed into this request's path */
+	fs_files_opened(path, h->files, h->pfh);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	return 0;
 }
@@ -1489,7 +1548,7 @@ static int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	struct fspath p;
 
 	if (fs_in_files(path, &p))
-		return fs_files_open(&p, fi->flags | O_CREAT, mode, fi);
+		return fs_files_open(path, &p, fi->flags | O_CREAT, mode, fi);
 	return fs_create_tree(path, mode, fi);
 }
 
@@ -1648,7 +1707,7 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 	struct fspath p;
 
 	if (fs_in_files(path, &p))
-		return fs_files_open(&p, fi->flags, 0, fi);
+		return fs_files_open(path, &p, fi->flags, 0, fi);
 	return fs_open_tree(path, fi);
 }
 
@@ -1657,7 +1716,7 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	struct fsctx *fs = fs_ctx();
 
 	(void)conn;
-	cfg->use_ino = 0;
+	cfg->use_ino = 1; /* see fs_ino */
 	/* A file removed while open is renamed by libfuse to a hidden name,
 	 * which keeps it reachable by path (fstat asks by path) until the
 	 * last close; fs_files_hide removes it for real and keeps it open. */
@@ -1669,7 +1728,7 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	cfg->entry_timeout = 0.9;
 	cfg->attr_timeout = 0.9;
 	cfg->negative_timeout = 0;
-	fs->inval = inval_start(fuse_get_context()->fuse);
+	fs->inval = inval_start(fuse_get_context()->fuse, fs->mountpoint);
 	model_set_changed(fs->model, inval_push, fs->inval);
 	return fs;
 }

@@ -15,6 +15,7 @@ struct fsctx {
 	uid_t uid;
 	gid_t gid;
 	struct timespec mounted;
+	const char *mountpoint; /* absolute */
 };
 
 extern const struct fuse_operations fsops;

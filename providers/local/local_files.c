@@ -388,9 +388,12 @@ static int local_files_ftruncate(struct provider *p, uint64_t fh, off_t size)
 	return ftruncate((int)fh, size) ? -errno : 0;
 }
 
+static void local_locks_drop(int fh);
+
 static int local_files_close(struct provider *p, uint64_t fh)
 {
 	(void)p;
+	local_locks_drop((int)fh);
 	return close((int)fh) ? -errno : 0;
 }
 
@@ -576,7 +579,9 @@ static int local_files_statfs(struct provider *p,
  * OFD locks there: owners then conflict with each other, and with POSIX,
  * OFD and flock users on the node, as the kernel decides. An owner's
  * description is closed (its locks gone) when it unlocks the whole file,
- * which the kernel asks at every close of the owner's descriptors.
+ * which the kernel asks at every close of a process's descriptor (POSIX
+ * owners), and when the handle it was made through is closed (an OFD
+ * owner is that open file itself).
  */
 struct local_lock {
 	struct local_lock *next;
@@ -584,6 +589,7 @@ struct local_lock {
 	ino_t ino;
 	uint64_t owner;
 	int fd;
+	int via; /* the handle it was made through */
 };
 
 static struct {
@@ -649,7 +655,8 @@ static int local_files_lock(struct provider *p, uint64_t fh, uint64_t owner,
 				close(fd);
 			return fd < 0 ? fd : -ENOMEM;
 		}
-		*e = (struct local_lock){NULL, st.st_dev, st.st_ino, owner, fd};
+		*e = (struct local_lock){NULL,	st.st_dev, st.st_ino,
+					 owner, fd,	   (int)fh};
 		*l = e;
 		fresh = true;
 	}
@@ -672,6 +679,26 @@ static int local_files_lock(struct provider *p, uint64_t fh, uint64_t owner,
 	}
 	pthread_mutex_unlock(&local_locks.mu);
 	return rc;
+}
+
+/* The descriptions made through handle fh, which is being closed. */
+static void local_locks_drop(int fh)
+{
+	struct local_lock **l = &local_locks.list;
+
+	pthread_mutex_lock(&local_locks.mu);
+	while (*l) {
+		struct local_lock *e = *l;
+
+		if (e->via != fh) {
+			l = &e->next;
+			continue;
+		}
+		*l = e->next;
+		close(e->fd);
+		free(e);
+	}
+	pthread_mutex_unlock(&local_locks.mu);
 }
 
 /* flock(2) locks belong to an open file description: the handle's own. */
