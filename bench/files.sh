@@ -237,6 +237,7 @@ run_op() { # op contender round
 	echo "  round $r $op $who: $(((t1 - t0) / 1000)) ms" >&2
 }
 
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 CONTENDERS=(local plain ssh sshfs scp)
 for ((r = 1; r <= ROUNDS; r++)); do
 	order=("${CONTENDERS[@]}")
@@ -294,6 +295,7 @@ mbps() { # op ms
 	echo "             ssh = files/ of a hosts node on an sshd test host at $ADDR (this machine);"
 	echo "             sshfs ($SSHFS_VERSION, default options) and scp to the same host"
 	echo "rounds:      $ROUNDS, contenders interleaved (order reversed every other round), sync before each; median ms"
+	echo "load:        $LOAD_BEFORE before the rounds, $(cut -d' ' -f1-3 /proc/loadavg) after (1, 5, 15 min; others share the machine)"
 	echo
 	printf '%-10s %-8s %10s %9s   %-8s %10s %8s %8s %s\n' operation who ms MiB/s vs "their ms" ratio target result
 } >"$OUT/files.txt"
