@@ -152,6 +152,15 @@ static void remote_login_ids(struct remote_node *nd,
 	*gid = (unsigned long)-1;
 }
 
+static void remote_map_ids(struct stat *st, unsigned long uid,
+			   unsigned long gid)
+{
+	if (st->st_uid == (uid_t)-1 || st->st_uid == (uid_t)uid)
+		st->st_uid = getuid();
+	if (st->st_gid == (gid_t)-1 || st->st_gid == (gid_t)gid)
+		st->st_gid = getgid();
+}
+
 /* Owners as the mount shows them: the login's are the mounting user's
  * (as sshfs -o idmap=user), any other is the node's number. */
 static void remote_ids_in(struct remote_node *nd,
@@ -160,10 +169,7 @@ static void remote_ids_in(struct remote_node *nd,
 	unsigned long uid, gid;
 
 	remote_login_ids(nd, node, &uid, &gid);
-	if (st->st_uid == (uid_t)-1 || st->st_uid == (uid_t)uid)
-		st->st_uid = getuid();
-	if (st->st_gid == (gid_t)-1 || st->st_gid == (gid_t)gid)
-		st->st_gid = getgid();
+	remote_map_ids(st, uid, gid);
 }
 
 /* files/ itself is the mounting user's only, whatever the node's directory
@@ -246,9 +252,12 @@ static int remote_list_fn(void *ctx, const char *name, const struct stat *st)
 	struct remote_list *l = ctx;
 	struct stat s = *st;
 
+	/* The caller lists "." and ".." itself, as the local provider
+	 * does. */
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return 0;
 	remote_ids_in(l->nd, l->node, &s);
-	if (S_ISREG(s.st_mode) && strcmp(name, ".") != 0 &&
-	    strcmp(name, "..") != 0) {
+	if (S_ISREG(s.st_mode)) {
 		char rel[PROVIDER_PATH_MAX + 1];
 		bool many = s.st_nlink > 1;
 
@@ -343,10 +352,7 @@ static int remote_files_fgetattr(struct provider *p, uint64_t fh,
 	/* The ids were learned when the path was first looked at. */
 	if (!remote_ids(hf->nd, &uid, &gid))
 		uid = gid = (unsigned long)-1;
-	if (st->st_uid == (uid_t)-1 || st->st_uid == (uid_t)uid)
-		st->st_uid = getuid();
-	if (st->st_gid == (gid_t)-1 || st->st_gid == (gid_t)gid)
-		st->st_gid = getgid();
+	remote_map_ids(st, uid, gid);
 	return 0;
 }
 

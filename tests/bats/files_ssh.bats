@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # files/ of an SSH node (hosts provider, a real sshd test host at
-# 127.0.1.191), driven through the mount with shell commands as a user
+# 127.0.1.237), driven through the mount with shell commands as a user
 # would: what OpenSSH's SFTP server offers (symbolic and hard links, atomic
 # rename, statvfs, fsync, chown), the errors its file system gives,
 # 32-bit second-precision times, locks between the mount's processes, and
@@ -9,7 +9,7 @@
 load helpers
 source "$BATS_TEST_DIRNAME/../sshd/testhosts.bash"
 
-FIRST=191
+FIRST=237
 
 setup() {
 	if [ "$(id -u)" != 0 ]; then
@@ -103,6 +103,7 @@ fails_with() { # message command...
 	echo two >>b
 	[ "$(cat a)" = "$(printf 'one\ntwo')" ]
 	ls -l | grep -q '^-.* 2 .* a$'
+	[ "$(ls -a | tr '\n' ' ')" = ". .. a b " ]
 	fails_with "File exists" ln a b
 	mkdir d
 	fails_with "not allowed" ln d d2
