@@ -90,7 +90,7 @@ struct ssh_sftp_state {
 	struct ssh_req *slot[SLOTS];
 	LIBSSH2_CHANNEL *ch;
 	int ext;
-	bool has_hardlink, has_posix_rename;
+	bool has_hardlink, has_posix_rename, has_lsetstat;
 	uint32_t id;
 	unsigned char out[SFTP_EXT_BUF], in[SFTP_EXT_BUF];
 	size_t out_len, out_off, in_len;
@@ -357,6 +357,33 @@ static bool ext_put_str(struct ssh_sftp_state *st, const char *str)
 	return true;
 }
 
+/* Owners and times as SSH_FXP_ATTRS (all lsetstat@openssh.com takes for
+ * a link). */
+static bool ext_put_attrs(struct ssh_sftp_state *st,
+			  const LIBSSH2_SFTP_ATTRIBUTES *a)
+{
+	unsigned long f = a->flags & (LIBSSH2_SFTP_ATTR_UIDGID |
+				      LIBSSH2_SFTP_ATTR_ACMODTIME);
+	unsigned char *p = st->out + st->out_len;
+
+	if (st->out_len + 20 > sizeof(st->out))
+		return false;
+	put_u32(p, (uint32_t)f);
+	p += 4;
+	if (f & LIBSSH2_SFTP_ATTR_UIDGID) {
+		put_u32(p, (uint32_t)a->uid);
+		put_u32(p + 4, (uint32_t)a->gid);
+		p += 8;
+	}
+	if (f & LIBSSH2_SFTP_ATTR_ACMODTIME) {
+		put_u32(p, (uint32_t)a->atime);
+		put_u32(p + 4, (uint32_t)a->mtime);
+		p += 8;
+	}
+	st->out_len = (size_t)(p - st->out);
+	return true;
+}
+
 static int ext_broken(struct ssh_sftp_state *st, struct sftp_req *q,
 		      const char *why)
 {
@@ -431,6 +458,8 @@ static void ext_version(struct ssh_sftp_state *st)
 		if (nl == 24 &&
 		    memcmp(name, "posix-rename@openssh.com", nl) == 0)
 			st->has_posix_rename = true;
+		if (nl == 20 && memcmp(name, "lsetstat@openssh.com", nl) == 0)
+			st->has_lsetstat = true;
 		off += 8 + nl + dl;
 	}
 }
@@ -501,8 +530,10 @@ static int sftp_ext_step(struct ssh_conn *c, struct sftp_req *q)
 		return rc;
 	if (q->sub == 0) {
 		bool sym = q->op == SFTP_SYMLINK, ok;
+		bool lset = !sym && strcmp(q->ext, "lsetstat@openssh.com") == 0;
 
-		if (!sym && (strcmp(q->ext, "hardlink@openssh.com") == 0
+		if (!sym && (lset ? !st->has_lsetstat
+			     : strcmp(q->ext, "hardlink@openssh.com") == 0
 				     ? !st->has_hardlink
 				     : !st->has_posix_rename))
 			return -EOPNOTSUPP;
@@ -513,9 +544,12 @@ static int sftp_ext_step(struct ssh_conn *c, struct sftp_req *q)
 		/* OpenSSH takes a link's target first, the reverse of the
 		 * draft. */
 		ok = sym ? ext_put_str(st, q->path2) && ext_put_str(st, q->path)
-			 : ext_put_str(st, q->ext) &&
-				     ext_put_str(st, q->path) &&
-				     ext_put_str(st, q->path2);
+		     : lset ? ext_put_str(st, q->ext) &&
+				      ext_put_str(st, q->path) &&
+				      ext_put_attrs(st, &q->attrs)
+			    : ext_put_str(st, q->ext) &&
+				      ext_put_str(st, q->path) &&
+				      ext_put_str(st, q->path2);
 		if (!ok)
 			return -ENAMETOOLONG;
 		put_u32(st->out, (uint32_t)st->out_len - 4);
@@ -994,10 +1028,27 @@ static int sftp_setstat(struct ssh_conn *c, const char *path,
 			const LIBSSH2_SFTP_ATTRIBUTES *a, int denied)
 {
 	struct sftp_req q = {.op = SFTP_SETSTAT, .path = path};
+	struct stat st;
 	int rc;
 
 	q.attrs = *a;
+	if (!(a->flags &
+	      (LIBSSH2_SFTP_ATTR_SIZE | LIBSSH2_SFTP_ATTR_PERMISSIONS))) {
+		/* Owners and times of a symbolic link are its own (SETSTAT
+		 * would follow it). */
+		q.op = SFTP_EXT;
+		q.ext = "lsetstat@openssh.com";
+		rc = sftp_run(c, &q);
+		if (rc != -EOPNOTSUPP || q.status == LIBSSH2_FX_OP_UNSUPPORTED)
+			goto out;
+		rc = ssh_sftp_stat(c, path, &st);
+		if (rc || S_ISLNK(st.st_mode))
+			return rc ? rc : -EOPNOTSUPP;
+		q = (struct sftp_req){.op = SFTP_SETSTAT, .path = path};
+		q.attrs = *a;
+	}
 	rc = sftp_run(c, &q);
+out:
 	if (rc == -EACCES && q.status == LIBSSH2_FX_PERMISSION_DENIED)
 		rc = denied;
 	if (sftp_failure(&q, rc))

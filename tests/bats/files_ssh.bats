@@ -173,6 +173,14 @@ fails_with() { # message command...
 	mkdir d
 	chown -h 77:88 d
 	[ "$(ls -nd d | awk '{ print $3, $4 }')" = "77 88" ]
+	# a symbolic link's own owner and times, not its target's
+	ln -s f l
+	chown -h 55:66 l
+	[ "$(stat -c '%u %g' l)" = "55 66" ]
+	[ "$(on_node 'stat -c "%u %g" l f' | tr '\n' ' ')" = "55 66 0 4321 " ]
+	touch -h -d @1000000000 l
+	[ "$(on_node 'stat -c %Y l')" = 1000000000 ]
+	[ "$(on_node 'stat -c %Y f')" != 1000000000 ]
 }
 
 @test "new files and directories get the caller's umask, once" {
