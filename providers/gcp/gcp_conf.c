@@ -18,6 +18,7 @@ enum gcpconf_kind {
 	GCPCONF_PATH,	  /* anything */
 	GCPCONF_ADDRESS,  /* public | private */
 	GCPCONF_SECONDS,  /* a duration, stored in ms */
+	GCPCONF_WHOLE_S,  /* a duration, stored in seconds rounded up */
 	GCPCONF_RETRIES,  /* retries, stored as attempts */
 };
 
@@ -25,7 +26,7 @@ struct gcpconf_key {
 	const char *name;
 	enum gcpconf_kind kind;
 	size_t offset, size; /* of the field in gcp_settings */
-	double min, max;     /* GCPCONF_SECONDS */
+	double min, max;     /* GCPCONF_SECONDS, GCPCONF_WHOLE_S */
 };
 
 #define GCPCONF_S(k, kind, field)                                              \
@@ -36,6 +37,12 @@ struct gcpconf_key {
 #define GCPCONF_T(k, field, lo, hi)                                            \
 	{                                                                      \
 		k, GCPCONF_SECONDS, offsetof(struct gcp_settings, field), 0,   \
+			lo, hi                                                 \
+	}
+
+#define GCPCONF_W(k, field, lo, hi)                                            \
+	{                                                                      \
+		k, GCPCONF_WHOLE_S, offsetof(struct gcp_settings, field), 0,   \
 			lo, hi                                                 \
 	}
 
@@ -57,7 +64,8 @@ static const struct gcpconf_key gcpconf_keys[] = {
 	 100},
 	GCPCONF_T("connect_timeout", connect_timeout_ms, 0.1, 3600),
 	GCPCONF_T("command_timeout", command_timeout_ms, 0, 2000000),
-	GCPCONF_T("keepalive", keepalive_s, 0, 3600),
+	/* libssh2 counts keepalives in seconds: 0.5 is 1, not 0 (off). */
+	GCPCONF_W("keepalive", keepalive_s, 0, 3600),
 	GCPCONF_T("boot_timeout", boot_timeout_ms, 1, 86400),
 	GCPCONF_T("poll_interval", poll_first_ms, 0.01, 600),
 	GCPCONF_T("poll_max", poll_max_ms, 0.01, 600),
@@ -80,7 +88,7 @@ static void gcpconf_defaults(const char *statedir, struct gcp_settings *s)
 		 statedir);
 	s->connect_timeout_ms = 10000;
 	s->command_timeout_ms = 86400 * 1000;
-	s->keepalive_s = 15000; /* ms while read; seconds after */
+	s->keepalive_s = 15;
 	s->boot_timeout_ms = 600 * 1000;
 	s->poll_first_ms = 2000;
 	s->poll_max_ms = 15000;
@@ -123,11 +131,14 @@ static int gcpconf_store(const struct gcpconf_key *k, const char *v,
 		snprintf(field, k->size, "%s", v);
 		return 0;
 	case GCPCONF_SECONDS:
+	case GCPCONF_WHOLE_S:
 		d = strtod(v, &end);
 		if (end == v || *end || !isfinite(d) || d < k->min ||
 		    d > k->max)
 			return -1;
-		*(int *)(void *)field = (int)lround(d * 1000);
+		*(int *)(void *)field = k->kind == GCPCONF_SECONDS
+						? (int)lround(d * 1000)
+						: (int)ceil(d);
 		return 0;
 	case GCPCONF_RETRIES:
 		n = strtol(v, &end, 10);
@@ -178,7 +189,6 @@ int gcpconf_read(const struct config *cfg, const char *statedir,
 			return -1;
 		}
 	}
-	s->keepalive_s /= 1000;
 	if (s->poll_max_ms < s->poll_first_ms)
 		s->poll_max_ms = s->poll_first_ms;
 	if (s->retry.max_ms < s->retry.base_ms)
