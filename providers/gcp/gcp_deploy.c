@@ -483,14 +483,24 @@ static int gcp_roles(struct gcp_ctx *c, const struct gcp_names *nm,
 
 /* The host keys the instances publish in their guest attributes (Google's
  * guest environment does), recorded before the first connection so that it
- * verifies them; an instance that publishes none is trusted on first use. */
+ * verifies them; an instance that publishes none is trusted on first use,
+ * which the cluster's log says (one line for all of them, with the first
+ * one's reason). */
 static void gcp_hostkeys(struct gcp_provider *gp, struct gcp_ctx *c,
+			 struct provider_batch *b,
 			 const struct provider_node *nodes, size_t n)
 {
 	struct gcp_call *calls = calloc(n ? n : 1, sizeof(*calls));
+	char first[600] = "";
+	size_t unpinned = 0;
 
-	if (!calls)
+	if (!calls) {
+		gcp_say(b,
+			"host keys not read (out of memory): the %zu "
+			"instances are trusted on first use",
+			n);
 		return;
+	}
 	for (size_t i = 0; i < n; i++) {
 		const char *id = nodes[i].instance_id;
 		const char *slash = strchr(id, '/');
@@ -509,21 +519,34 @@ static void gcp_hostkeys(struct gcp_provider *gp, struct gcp_ctx *c,
 			"items");
 		const cJSON *item;
 		char alias[PROVIDER_ID_MAX + 8], type[64], key[2048], e[512];
+		size_t pinned = 0;
 
 		snprintf(alias, sizeof(alias), "gce:%s", nodes[i].instance_id);
+		snprintf(e, sizeof(e), "%s",
+			 calls[i].rc ? calls[i].err
+				     : "its guest attributes have no host key");
 		if (calls[i].rc)
 			v = NULL;
 		cJSON_ArrayForEach(item, v)
 		{
 			gcp_copy_string(item, "key", type, sizeof(type));
 			gcp_copy_string(item, "value", key, sizeof(key));
-			if (*type && *key)
-				ssh_hosts_pin(gp->s.own_hosts, alias, type, key,
-					      e, sizeof(e));
+			if (*type && *key &&
+			    ssh_hosts_pin(gp->s.own_hosts, alias, type, key, e,
+					  sizeof(e)) == 0)
+				pinned++;
 		}
+		if (!pinned && unpinned++ == 0)
+			snprintf(first, sizeof(first), "%.200s: %.380s",
+				 nodes[i].instance_id, e);
 		gcp_call_clear(&calls[i]);
 	}
 	free(calls);
+	if (unpinned)
+		gcp_say(b,
+			"host keys of %zu of %zu instances not recorded (%s): "
+			"they are trusted on first use",
+			unpinned, n, first);
 }
 
 /* Delete the instances a failed relaunch made (by name). */
@@ -661,7 +684,7 @@ int gcp_create(struct provider *p, struct provider_batch *b)
 	if (rc == 0)
 		rc = gcp_wait(gp, &c, &nm, nodes, n, "RUNNING", err, errlen);
 	if (rc == 0) {
-		gcp_hostkeys(gp, &c, nodes, n);
+		gcp_hostkeys(gp, &c, b, nodes, n);
 		cloud_workdirs(nodes, n);
 		for (size_t i = 0; i < n; i++)
 			cloud_know(&gp->known, &nodes[i]);
