@@ -37,6 +37,7 @@ static int gcp_switch(struct provider *p, struct provider_batch *b, bool start)
 	struct provider_node *nodes = b->nodes, *w;
 	size_t n = b->n, k = 0;
 	struct gcp_call *calls;
+	struct gcp_forget f;
 	struct gcp_names nm;
 	struct gcp_ctx c;
 	int rc = 0;
@@ -52,12 +53,12 @@ static int gcp_switch(struct provider *p, struct provider_batch *b, bool start)
 		return -ENOMEM;
 	}
 	gcp_names_fill(gp, &nodes[0], &nm);
+	gcp_forget_begin(&f, p->remote, nodes, n);
 	rc = gcp_ctx_get(gp, b, &c);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		const char *id = nodes[i].instance_id;
 		const char *slash = strchr(id, '/');
 
-		remote_forget(p->remote, nodes[i].handle, nodes[i].rank);
 		if (!slash)
 			continue;
 		gcp_call_init(&calls[k], "POST",
@@ -85,6 +86,7 @@ static int gcp_switch(struct provider *p, struct provider_batch *b, bool start)
 		rc = gcp_wait(gp, &c, &nm, w, k,
 			      start ? "RUNNING" : "TERMINATED", b->err,
 			      sizeof(b->err));
+	gcp_forget_end(&f);
 	/* Started instances have new addresses: the nodes follow, and are
 	 * reachable before the cluster says running. */
 	for (size_t i = 0, j = 0; rc == 0 && i < n; i++)
@@ -121,6 +123,7 @@ static int gcp_start(struct provider *p, struct provider_batch *b)
 static int gcp_terminate(struct provider *p, struct provider_batch *b)
 {
 	struct gcp_provider *gp = gcp_of(p);
+	struct gcp_forget f;
 	bool recorded = false;
 	struct gcp_names nm;
 	struct gcp_ctx c;
@@ -128,15 +131,15 @@ static int gcp_terminate(struct provider *p, struct provider_batch *b)
 
 	if (b->n == 0)
 		return 0;
-	for (size_t i = 0; i < b->n; i++) {
-		remote_forget(p->remote, b->nodes[i].handle, b->nodes[i].rank);
+	gcp_forget_begin(&f, p->remote, b->nodes, b->n);
+	for (size_t i = 0; i < b->n; i++)
 		recorded |= *b->nodes[i].instance_id != '\0';
-	}
 	gcp_names_fill(gp, &b->nodes[0], &nm);
 	rc = gcp_ctx_get(gp, b, &c);
 	/* By label: also instances a crash left unrecorded. */
 	if (rc == 0)
 		rc = gcp_destroy(&c, &nm, b->err, sizeof(b->err));
+	gcp_forget_end(&f);
 	/* Nothing recorded and nobody to ask (the endpoint unreachable, the
 	 * credentials refused): nothing is known to exist, so the cluster may
 	 * go; what a launch that got through made carries its label, and the
@@ -197,8 +200,10 @@ static int gcp_preempt_item(void *ctx, const cJSON *item, const char *scope)
 }
 
 /* Whether Compute Engine took the spot instance ZONE/NAME back: its zone
- * lists a compute.instances.preempted operation for it. */
-static bool gcp_preempted(struct gcp_ctx *c, const char *id)
+ * lists a compute.instances.preempted operation for it. A list that fails
+ * says no, which the cluster's log says. */
+static bool gcp_preempted(struct gcp_ctx *c, struct provider_batch *b,
+			  const char *id)
 {
 	const char *slash = strchr(id, '/');
 	char suffix[256], url[256], err[GCP_ERR_MAX];
@@ -210,9 +215,19 @@ static bool gcp_preempted(struct gcp_ctx *c, const char *id)
 		 (int)(slash - id), id, slash + 1);
 	snprintf(url, sizeof(url), "projects/%.100s/zones/%.*s/operations",
 		 c->project, (int)(slash - id), id);
-	gcp_api_list(c->api, url,
-		     "operationType=\"compute.instances.preempted\"",
-		     gcp_preempt_item, &pr, c->cancel, err, sizeof(err));
+	if (gcp_api_list(c->api, url,
+			 "operationType=\"compute.instances.preempted\"",
+			 gcp_preempt_item, &pr, c->cancel, err,
+			 sizeof(err)) < 0 &&
+	    !pr.found && b->say) {
+		char line[PROVIDER_ERR_MAX];
+
+		snprintf(line, sizeof(line),
+			 "%.200s: its zone's preemptions could not be listed "
+			 "(%.500s): it is taken as stopped, not preempted",
+			 id, err);
+		b->say(b->say_ctx, line);
+	}
 	return pr.found;
 }
 
@@ -238,7 +253,7 @@ static int gcp_describe(struct provider *p, struct provider_batch *b)
 		if (!in || strcmp(in->status, "TERMINATED") == 0 ||
 		    strcmp(in->status, "STOPPING") == 0)
 			b->results[i].state =
-				spot && gcp_preempted(&c,
+				spot && gcp_preempted(&c, b,
 						      b->nodes[i].instance_id)
 					? PROVIDER_NODE_PREEMPTED
 				: in ? PROVIDER_NODE_STOPPED
@@ -333,13 +348,15 @@ static int gcp_stray_item(void *ctx, const cJSON *item, const char *scope)
 	return 0;
 }
 
-static int gcp_stray_rule(void *ctx, const cJSON *item, const char *scope)
+/* A firewall rule or placement policy whose description names a cluster
+ * ("cclfs cluster LABEL token TOKEN") that is not one of this directory's:
+ * reported as `what` (in `scope`'s region when given). */
+static int gcp_stray_described(struct gcp_strays *s, const cJSON *item,
+			       const char *what, const char *scope)
 {
-	struct gcp_strays *s = ctx;
 	char desc[256], name[GCP_NAME_MAX + 16], label[GCP_LABEL_MAX],
-		token[48], handle[72], line[600];
+		token[48], handle[72], line[600], where[128] = "";
 
-	(void)scope;
 	gcp_copy_string(item, "description", desc, sizeof(desc));
 	gcp_copy_string(item, "name", name, sizeof(name));
 	if (sscanf(desc, "cclfs cluster %63s token %47s", label, token) != 2)
@@ -348,13 +365,26 @@ static int gcp_stray_rule(void *ctx, const cJSON *item, const char *scope)
 		snprintf(handle, sizeof(handle), "%s", label);
 	if (s->known(s->ctx, handle, token))
 		return 0;
+	if (scope)
+		snprintf(where, sizeof(where), " (%.100s)", gcp_short(scope));
 	snprintf(line, sizeof(line),
-		 "gcp: firewall rule %.80s is of cluster %.64s (token %.40s) "
-		 "but belongs to no cluster of this state directory; it was "
-		 "left alone",
-		 name, handle, token);
+		 "gcp: %s %.80s%s is of cluster %.64s (token %.40s) but "
+		 "belongs to no cluster of this state directory; it was left "
+		 "alone",
+		 what, name, where, handle, token);
 	s->report(s->ctx, line);
 	return 0;
+}
+
+static int gcp_stray_rule(void *ctx, const cJSON *item, const char *scope)
+{
+	(void)scope;
+	return gcp_stray_described(ctx, item, "firewall rule", NULL);
+}
+
+static int gcp_stray_policy(void *ctx, const cJSON *item, const char *scope)
+{
+	return gcp_stray_described(ctx, item, "placement policy", scope);
 }
 
 static int
@@ -381,6 +411,11 @@ gcp_strays(struct provider *p,
 	snprintf(url, sizeof(url), "projects/%s/global/firewalls", c.project);
 	if (rc == 0)
 		rc = gcp_api_list(c.api, url, "name:cclfs-*", gcp_stray_rule,
+				  &s, cancel, err, errlen);
+	snprintf(url, sizeof(url), "projects/%s/aggregated/resourcePolicies",
+		 c.project);
+	if (rc == 0)
+		rc = gcp_api_list(c.api, url, "name:cclfs-*", gcp_stray_policy,
 				  &s, cancel, err, errlen);
 	return rc;
 }

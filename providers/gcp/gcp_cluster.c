@@ -9,6 +9,7 @@
 #include "providers/sshkey.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -535,7 +536,7 @@ int gcp_placement(struct gcp_ctx *c, const struct gcp_names *nm, char *err,
 {
 	cJSON *body, *gpp;
 	struct gcp_call call;
-	char rid[GCP_UUID_MAX];
+	char rid[GCP_UUID_MAX], desc[256];
 	int rc;
 
 	if (!nm->placement)
@@ -543,6 +544,10 @@ int gcp_placement(struct gcp_ctx *c, const struct gcp_names *nm, char *err,
 	body = cJSON_CreateObject();
 	gpp = cJSON_AddObjectToObject(body, "groupPlacementPolicy");
 	cJSON_AddStringToObject(body, "name", nm->prefix);
+	/* As the firewall rules': what the strays check reads. */
+	snprintf(desc, sizeof(desc), "cclfs cluster %s token %s", nm->label,
+		 nm->token);
+	cJSON_AddStringToObject(body, "description", desc);
 	cJSON_AddStringToObject(gpp, "collocation", "COLLOCATED");
 	gcp_request_id(nm->token, "placement", rid, sizeof(rid));
 	gcp_call_init(&call, "POST",
@@ -612,4 +617,30 @@ int gcp_reach_all(struct gcp_provider *gp, struct provider_node *nodes,
 
 	return cloud_reach_all(gp->base.remote, nodes, n, &poll, cancel, err,
 			       errlen);
+}
+
+static void *gcp_forget_run(void *arg)
+{
+	const struct gcp_forget *f = arg;
+
+	for (size_t i = 0; i < f->n; i++)
+		remote_forget(f->r, f->nodes[i].handle, f->nodes[i].rank);
+	return NULL;
+}
+
+void gcp_forget_begin(struct gcp_forget *f, struct remote *r,
+		      const struct provider_node *nodes, size_t n)
+{
+	*f = (struct gcp_forget){.r = r, .nodes = nodes, .n = n};
+	f->started = n > 0 &&
+		     pthread_create(&f->thread, NULL, gcp_forget_run, f) == 0;
+	if (!f->started)
+		gcp_forget_run(f);
+}
+
+void gcp_forget_end(struct gcp_forget *f)
+{
+	if (f->started)
+		pthread_join(f->thread, NULL);
+	f->started = false;
 }

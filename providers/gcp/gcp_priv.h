@@ -148,6 +148,26 @@ int gcp_destroy(struct gcp_ctx *c, const struct gcp_names *nm, char *err,
 const char *gcp_user(const struct gcp_provider *gp,
 		     const struct provider_node *pn);
 
+/* The SSH sessions of nodes that are stopped or deleted, closed by a
+ * thread of their own while the calls go. Closing one wakes its thread and
+ * waits for it to end: for 64 nodes one after the other, 0.4 to 0.8 s
+ * before the first stop was sent on a machine where the daemon got a small
+ * share of the CPU (about 50 ms of CPU in all); alongside, it overlaps with
+ * the calls' round trips. gcp_forget_end waits until all are closed (before
+ * the nodes are reached again, or the batch is returned). Without a thread
+ * gcp_forget_begin closes them itself. */
+struct gcp_forget {
+	struct remote *r;
+	const struct provider_node *nodes;
+	size_t n;
+	pthread_t thread;
+	bool started;
+};
+
+void gcp_forget_begin(struct gcp_forget *f, struct remote *r,
+		      const struct provider_node *nodes, size_t n);
+void gcp_forget_end(struct gcp_forget *f);
+
 int gcp_reach_all(struct gcp_provider *gp, struct provider_node *nodes,
 		  size_t n, struct cancel *cancel, char *err, size_t errlen);
 

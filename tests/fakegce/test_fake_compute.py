@@ -436,6 +436,12 @@ class ComputeTest(unittest.TestCase):
         wait_op(op)
         pol = ok('GET', '/regions/us-central1/resourcePolicies/cclfs-abc-place')
         self.assertEqual(pol['groupPlacementPolicy']['collocation'], 'COLLOCATED')
+        listed = ok('GET', '/aggregated/resourcePolicies', {'filter': 'name:cclfs-*',
+                                                            'maxResults': '500'})
+        self.assertEqual(listed['items']['regions/us-central1']['resourcePolicies'], [pol])
+        self.assertIn('warning', listed['items']['regions/europe-west4'])
+        listed = ok('GET', '/aggregated/resourcePolicies', {'filter': 'name:other-*'})
+        self.assertNotIn('resourcePolicies', listed['items']['regions/us-central1'])
         op = ok('POST', '/zones/%s/instances/bulkInsert' % ZC, None,
                 {'count': 2, 'namePattern': 'cclfs-abc-a-#',
                  'instanceProperties': properties(machine='t2a-standard-2', image=DEBIAN_ARM,
