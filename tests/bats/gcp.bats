@@ -143,6 +143,17 @@ teardown() {
 	tag=$(gce_py "s['instances'][0]['tags'][0]")
 	[ "$(gce_py "[(p['name'], p['groupPlacementPolicy']['collocation']) for p in s['resource_policies']]")" = "[('$tag', 'COLLOCATED')]" ]
 	[ "$(gce_py "sorted(set(tuple(i['resource_policies']) for i in s['instances']))")" = "[('$tag',)]" ]
+	# Another state directory's mount reports the policy with the
+	# instances and rules, and leaves it alone.
+	cd "$TESTDIR" && cclfs_unmount
+	STATE=$TESTDIR/state2
+	gce_mount
+	wait_until 30 grep -q "gcp: placement policy $tag (us-central1) is of cluster pm (token [0-9a-f]*) but belongs to no cluster of this state directory; it was left alone" "$TESTDIR/daemon.log"
+	[ "$(gce_calls 'DELETE resourcePolicy')" = 0 ]
+	cd "$TESTDIR" && cclfs_unmount
+	STATE=$TESTDIR/state
+	gce_mount
+	wait_state pm running
 	echo "$MPIBIN/ring" >clusters/pm/mpiexec || mpi_failed pm
 	[ "$(grep '^rank' clusters/pm/mpi_stdout | sort -k2n)" = "$(ring_expected 3)" ]
 	mpi_reach_all pm 1 2
