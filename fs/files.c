@@ -10,21 +10,16 @@
 #include <errno.h>
 #include <fuse.h>
 #include <pthread.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <time.h>
 
-/* The names of open files: the hidden names in use (files removed while
- * open, whose handle the entry owns) and the names files were opened by
- * (the open handle's), by which the kernel may still ask for attributes
- * after a node renamed the file away. */
+/* The hidden names in use (few: files removed while open). */
 struct fs_hidden {
 	struct fs_hidden *next;
 	struct model_files *f; /* NULL: a file of the tree */
 	uint64_t fh;
-	bool owned; /* a hidden name: closed with it */
 	char path[];
 };
 
@@ -122,46 +117,12 @@ int fs_files_hide(struct model_files *f, const char *rel, const char *hidden)
 	}
 	h->f = f;
 	h->fh = fh;
-	h->owned = true;
 	memcpy(h->path, hidden, n + 1);
 	pthread_mutex_lock(&fs_hidden.mu);
 	h->next = fs_hidden.list;
 	fs_hidden.list = h;
 	pthread_mutex_unlock(&fs_hidden.mu);
 	return 0;
-}
-
-void fs_files_opened(const char *path, struct model_files *f, uint64_t fh)
-{
-	size_t n = strlen(path);
-	struct fs_hidden *h = malloc(sizeof(*h) + n + 1);
-
-	if (!h)
-		return; /* only a rename on the node will show */
-	h->f = f;
-	h->fh = fh;
-	h->owned = false;
-	memcpy(h->path, path, n + 1);
-	pthread_mutex_lock(&fs_hidden.mu);
-	h->next = fs_hidden.list;
-	fs_hidden.list = h;
-	pthread_mutex_unlock(&fs_hidden.mu);
-}
-
-void fs_files_closing(struct model_files *f, uint64_t fh)
-{
-	struct fs_hidden **p, *h = NULL;
-
-	pthread_mutex_lock(&fs_hidden.mu);
-	for (p = &fs_hidden.list; *p; p = &(*p)->next) {
-		if (!(*p)->owned && (*p)->f == f && (*p)->fh == fh) {
-			h = *p;
-			*p = h->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&fs_hidden.mu);
-	free(h);
 }
 
 int fs_files_hidden_stat(const char *hidden, struct stat *st)
@@ -190,7 +151,7 @@ int fs_files_hidden_unlink(const char *hidden)
 
 	pthread_mutex_lock(&fs_hidden.mu);
 	for (p = &fs_hidden.list; *p; p = &(*p)->next) {
-		if ((*p)->owned && strcmp((*p)->path, hidden) == 0) {
+		if (strcmp((*p)->path, hidden) == 0) {
 			h = *p;
 			*p = h->next;
 			break;

@@ -32,12 +32,8 @@ int fs_files_flock(struct model_files *f, uint64_t fh, int op);
  */
 int fs_files_is_hidden_name(const char *path);
 int fs_files_hide(struct model_files *f, const char *rel, const char *hidden);
-/* The file a hidden name, or the name an open file was opened by, stands
- * for: its attributes (-ENOENT for none). */
+/* The file a hidden name stands for: its attributes (-ENOENT for none). */
 int fs_files_hidden_stat(const char *hidden, struct stat *st);
-/* A node file opened by path (its handle f, fh), and its last close. */
-void fs_files_opened(const char *path, struct model_files *f, uint64_t fh);
-void fs_files_closing(struct model_files *f, uint64_t fh);
 /* The last close: 0 when hidden was one (the name is forgotten), else
  * -ENOENT. */
 int fs_files_hidden_unlink(const char *hidden);

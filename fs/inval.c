@@ -212,8 +212,9 @@ static void inval_queue(struct inval *inv, char *full)
 }
 
 /* "/clusters/H/nodes/N/files/": the directory and every known path below
- * it; under inv->lock. */
-static void inval_queue_below(struct inval *inv, const char *prefix)
+ * it, with the names of those that are not directories when names; under
+ * inv->lock. */
+static void inval_queue_below(struct inval *inv, const char *prefix, bool names)
 {
 	size_t n = strlen(prefix);
 	char *dir = strndup(prefix, n - 1);
@@ -232,8 +233,9 @@ static void inval_queue_below(struct inval *inv, const char *prefix)
 				continue;
 			p[0] = INVAL_ENTRY;
 			memcpy(p + 1, k->path, len + 1);
-			inval_queue(inv,
-				    k->dir ? memmove(p, p + 1, len + 1) : p);
+			inval_queue(inv, k->dir || !names
+						 ? memmove(p, p + 1, len + 1)
+						 : p);
 		}
 	}
 }
@@ -260,7 +262,7 @@ void inval_push(void *arg, const char *path)
 	memcpy(full + 1, path, n + 1);
 	pthread_mutex_lock(&inv->lock);
 	if (n && path[n - 1] == '/') {
-		inval_queue_below(inv, full);
+		inval_queue_below(inv, full, true);
 		free(full);
 		goto out;
 	}
@@ -273,6 +275,19 @@ void inval_push(void *arg, const char *path)
 	inval_queue(inv, full);
 out:
 	pthread_mutex_unlock(&inv->lock);
+}
+
+void inval_attrs_below(struct inval *inv, const char *prefix)
+{
+	char *full;
+
+	if (!inv || !*prefix || prefix[strlen(prefix) - 1] != '/' ||
+	    asprintf(&full, "/%s", prefix) < 0)
+		return;
+	pthread_mutex_lock(&inv->lock);
+	inval_queue_below(inv, full, false);
+	pthread_mutex_unlock(&inv->lock);
+	free(full);
 }
 
 void inval_flush(struct inval *inv)

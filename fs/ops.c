@@ -38,6 +38,7 @@ struct fshandle {
 			   output starts (reads after an exec) */
 	char *prior;	/* the value before this descriptor's first write */
 	bool changed;	/* a write through it was committed */
+	bool wrote;	/* nodes/N/files/: written through it */
 	int refused;	/* -errno of a refused write: the rest is refused too */
 	struct model_files *files; /* nodes/N/files/: the open node file */
 	uint64_t pfh;		   /* and the provider's handle of it */
@@ -467,10 +468,6 @@ static int fs_getattr_path(const char *path, struct stat *st,
 	rc = fs_stat_path(&p, st);
 	if (rc == 0 && p.kind == FSPATH_NODE_FILES)
 		inval_note(fs_ctx()->inval, path, S_ISDIR(st->st_mode));
-	/* A file open through the mount that the node renamed or removed:
-	 * the kernel asks by the name it knows. */
-	if (rc == -ENOENT && p.kind == FSPATH_NODE_FILES)
-		rc = fs_files_hidden_stat(path, st);
 	return rc;
 }
 
@@ -1109,7 +1106,6 @@ static void fs_handle_free(struct fshandle *h)
 	if (h->fd >= 0)
 		close(h->fd);
 	if (h->files) {
-		fs_files_closing(h->files, h->pfh);
 		model_files_close(h->files, h->pfh);
 		model_files_put(h->files);
 	}
@@ -1406,19 +1402,41 @@ static int fs_write(const char *path, const char *data, size_t size, off_t off,
 {
 	struct fshandle *fh = (struct fshandle *)(uintptr_t)fi->fh;
 
-	if (fh->files)
+	if (fh->files) {
+		fh->wrote = true;
 		return model_files_write(fh->files, fh->pfh, data, size, off);
+	}
 	/* Offsets are ignored: a value is replaced, not edited. */
 	inval_serve(path);
 	return fs_done(fs_write_handle((struct fshandle *)(uintptr_t)fi->fh,
 				       data, size, off));
 }
 
+/* The node's files/ dropped from the kernel's caches, before the request
+ * returns: libfuse knows the names of one file (hard links) as files of
+ * their own, and only the one used heard of a change. */
+static int fs_files_changed_all(const struct fspath *p)
+{
+	char below[160];
+
+	snprintf(below, sizeof(below), "clusters/%s/nodes/%s/files/", p->handle,
+		 p->node);
+	inval_attrs_below(fs_ctx()->inval, below);
+	return fs_done(0);
+}
+
 static int fs_flush(const char *path, struct fuse_file_info *fi)
 {
 	struct fshandle *h = (struct fshandle *)(uintptr_t)fi->fh;
+	struct stat st;
 
 	(void)path;
+	if (h && h->files && h->wrote &&
+	    model_files_fgetattr(h->files, h->pfh, &st) == 0 &&
+	    st.st_nlink > 1) {
+		h->wrote = false;
+		return fs_files_changed_all(&h->path);
+	}
 	/* A command written without a final newline runs at the close. */
 	if (h && h->len && !h->refused &&
 	    (h->path.kind == FSPATH_CLUSTER_FILE ||
@@ -1460,8 +1478,8 @@ static bool fs_in_files(const char *path, struct fspath *p)
 }
 
 /* Open (or create) a node file: a handle that reads and writes through. */
-static int fs_files_open(const char *path, const struct fspath *p, int flags,
-			 mode_t mode, struct fuse_file_info *fi)
+static int fs_files_open(const struct fspath *p, int flags, mode_t mode,
+			 struct fuse_file_info *fi)
 {
 	struct fshandle *h;
 	int rc;
@@ -1489,7 +1507,6 @@ static int fs_files_open(const char *path, const struct fspath *p, int flags,
 	fi->direct_io = 0;
 	fi->keep_cache = 0;
 	h->path.rel = ""; /* it pointed into this request's path */
-	fs_files_opened(path, h->files, h->pfh);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	return 0;
 }
@@ -1518,18 +1535,12 @@ static int fs_rmdir(const char *path)
 static int fs_files_unlink(const struct fspath *p)
 {
 	struct stat st;
-	char below[160];
 	int rc, shared;
 
 	shared = FS_FILES(p, model_files_getattr(f, p->rel, &st)) == 0 &&
 		 !S_ISDIR(st.st_mode) && st.st_nlink > 1;
 	rc = FS_FILES(p, model_files_unlink(f, p->rel));
-	if (rc || !shared)
-		return rc;
-	snprintf(below, sizeof(below), "clusters/%s/nodes/%s/files/", p->handle,
-		 p->node);
-	inval_push(fs_ctx()->inval, below);
-	return fs_done(rc);
+	return rc || !shared ? rc : fs_files_changed_all(p);
 }
 
 static int fs_unlink(const char *path)
@@ -1548,7 +1559,7 @@ static int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	struct fspath p;
 
 	if (fs_in_files(path, &p))
-		return fs_files_open(path, &p, fi->flags | O_CREAT, mode, fi);
+		return fs_files_open(&p, fi->flags | O_CREAT, mode, fi);
 	return fs_create_tree(path, mode, fi);
 }
 
@@ -1707,7 +1718,7 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 	struct fspath p;
 
 	if (fs_in_files(path, &p))
-		return fs_files_open(path, &p, fi->flags, 0, fi);
+		return fs_files_open(&p, fi->flags, 0, fi);
 	return fs_open_tree(path, fi);
 }
 

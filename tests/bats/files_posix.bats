@@ -444,5 +444,5 @@ with_other_user() {
 @test "ssh: another user" {
 	on ssh
 	with_other_user
-	posix_other_user "$OTHER"
+	posix_other_user_refused "$OTHER"
 }
