@@ -127,17 +127,14 @@ int fs_files_hide(struct model_files *f, const char *rel, const char *hidden)
 
 int fs_files_hidden_stat(const char *hidden, struct stat *st)
 {
-	struct model_files *f = NULL;
-	uint64_t fh = 0;
 	int rc = -ENOENT;
 
 	pthread_mutex_lock(&fs_hidden.mu);
-	for (struct fs_hidden *h = fs_hidden.list; h; h = h->next) {
+	for (const struct fs_hidden *h = fs_hidden.list; h; h = h->next) {
 		if (strcmp(h->path, hidden) == 0) {
-			f = h->f;
-			fh = h->fh;
 			/* Under the lock: the last close cannot take it. */
-			rc = f ? model_files_fgetattr(f, fh, st) : -ENOENT;
+			if (h->f)
+				rc = model_files_fgetattr(h->f, h->fh, st);
 			break;
 		}
 	}

@@ -52,10 +52,7 @@ struct inval_known {
  * first). Best effort: a parent the kernel does not hold has nothing. */
 static void inval_entry(struct inval *inv, const char *path)
 {
-	union {
-		struct file_handle fh;
-		char space[sizeof(struct file_handle) + 64];
-	} h;
+	struct file_handle *h;
 	const char *slash = strrchr(path, '/');
 	char parent[PATH_MAX];
 	uint32_t w[2];
@@ -65,14 +62,19 @@ static void inval_entry(struct inval *inv, const char *path)
 	    snprintf(parent, sizeof(parent), "%s%.*s", inv->mountpoint,
 		     (int)(slash - path), path) >= (int)sizeof(parent))
 		return;
-	h.fh.handle_bytes = 64;
-	if (name_to_handle_at(AT_FDCWD, parent, &h.fh, &mount_id, 0) ||
-	    h.fh.handle_bytes < sizeof(w))
+	h = malloc(sizeof(*h) + 64);
+	if (!h)
 		return;
-	memcpy(w, h.fh.f_handle, sizeof(w));
-	fuse_lowlevel_notify_inval_entry(fuse_get_session(inv->fuse),
-					 ((fuse_ino_t)w[0] << 32) | w[1],
-					 slash + 1, strlen(slash + 1));
+	h->handle_bytes = 64;
+	if (name_to_handle_at(AT_FDCWD, parent, h, &mount_id, 0) == 0 &&
+	    h->handle_bytes >= sizeof(w)) {
+		memcpy(w, h->f_handle, sizeof(w));
+		fuse_lowlevel_notify_inval_entry(fuse_get_session(inv->fuse),
+						 ((fuse_ino_t)w[0] << 32) |
+							 w[1],
+						 slash + 1, strlen(slash + 1));
+	}
+	free(h);
 }
 
 #define INVAL_KNOWN_BUCKETS 4096

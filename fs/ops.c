@@ -1534,11 +1534,11 @@ static int fs_rmdir(const char *path)
  * the link count. */
 static int fs_files_unlink(const struct fspath *p)
 {
-	struct stat st;
+	struct stat st = {0};
 	int rc, shared;
 
-	shared = FS_FILES(p, model_files_getattr(f, p->rel, &st)) == 0 &&
-		 !S_ISDIR(st.st_mode) && st.st_nlink > 1;
+	rc = FS_FILES(p, model_files_getattr(f, p->rel, &st));
+	shared = rc == 0 && !S_ISDIR(st.st_mode) && st.st_nlink > 1;
 	rc = FS_FILES(p, model_files_unlink(f, p->rel));
 	return rc || !shared ? rc : fs_files_changed_all(p);
 }

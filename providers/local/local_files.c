@@ -225,6 +225,7 @@ static int local_name_get(const struct provider_node *node, const char *path,
 	int rc;
 
 	n->wd = n->dir = -1;
+	n->name = "";
 	n->buf = NULL;
 	n->as.umasked = n->as.switched = false;
 	rc = local_files_rel(&path);
