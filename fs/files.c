@@ -81,11 +81,16 @@ int fs_files_flock(struct model_files *f, uint64_t fh, int op)
 	return FS_FILES_WAIT(model_files_flock(f, fh, op));
 }
 
+/* Exactly libfuse's ".fuse_hidden%08x%08x": a user's own rename to a
+ * name merely starting so stays a rename, never a removal. */
 int fs_files_is_hidden_name(const char *path)
 {
 	const char *base = path ? strrchr(path, '/') : NULL;
 
-	return base && strncmp(base + 1, ".fuse_hidden", 12) == 0;
+	if (!base || strncmp(base + 1, ".fuse_hidden", 12) != 0)
+		return 0;
+	base += 13;
+	return strlen(base) == 16 && strspn(base, "0123456789abcdef") == 16;
 }
 
 int fs_files_hide(struct model_files *f, const char *rel, const char *hidden)

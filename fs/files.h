@@ -23,7 +23,7 @@ int fs_files_flock(struct model_files *f, uint64_t fh, int op);
 
 /*
  * Names libfuse gives a file that is removed while open (".fuse_hidden"
- * followed by hex digits, in the same directory): libfuse renames the file
+ * followed by 16 hex digits, in the same directory): libfuse renames the file
  * to one, keeps calling by that name until the last close, then unlinks
  * it. Nothing of the kind is left on the node: fs_files_hide opens the
  * file (f and rel: its node and path below files/) and removes it for

@@ -370,6 +370,11 @@ posix_longpaths() {
 # An open file stays usable after unlink: fstat, read, write.
 posix_unlink_open() {
 	cd "$D" || return 1
+	# a name that only looks like libfuse's hidden ones is renamed to
+	echo kept >g
+	mv g .fuse_hiddenmine
+	posix_eq "$(cat .fuse_hiddenmine)" kept "a file renamed to .fuse_hiddenmine"
+	rm .fuse_hiddenmine
 	echo data >f
 	exec 7<f
 	rm f
