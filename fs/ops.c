@@ -7,11 +7,13 @@
 #include "fs/inval.h"
 #include "fs/path.h"
 #include "fs/readme.h"
+#include "fs/watch.h"
 #include "lifecycle/model.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +41,9 @@ struct fshandle {
 	char *prior;	/* the value before this descriptor's first write */
 	bool changed;	/* a write through it was committed */
 	bool wrote;	/* nodes/N/files/: written through it */
+	size_t readto;	/* end of what was read of the snapshot */
+	bool stale;	/* the file changed since its snapshot (a poll saw
+			   it): the next read from offset 0 takes a new one */
 	int refused;	/* -errno of a refused write: the rest is refused too */
 	struct model_files *files; /* nodes/N/files/: the open node file */
 	uint64_t pfh;		   /* and the provider's handle of it */
@@ -1212,6 +1217,26 @@ static int fs_open_tree(const char *path, struct fuse_file_info *fi)
 	return 0;
 }
 
+/* clusters/H/log only grows: a reader at its end (tail -f) reads on
+ * into what was added since its snapshot. */
+static bool fs_append_only(const struct fshandle *h)
+{
+	return h->path.kind == FSPATH_CLUSTER_FILE &&
+	       strcmp(h->path.file, "log") == 0;
+}
+
+/* Whether a read at off takes a new snapshot first: a read from the start
+ * again (a reader that polled, then went back with lseek), or a read at
+ * the end of a file that only grows. The first read after open uses the
+ * snapshot taken at open. */
+static bool fs_read_refreshes(const struct fshandle *h, off_t off)
+{
+	if (off == 0)
+		return h->readto > 0 || h->stale;
+	return fs_append_only(h) && (size_t)off >= h->snaplen &&
+	       h->readto >= h->snaplen;
+}
+
 static int fs_read(const char *path, char *buf, size_t size, off_t off,
 		   struct fuse_file_info *fi)
 {
@@ -1233,12 +1258,21 @@ static int fs_read(const char *path, char *buf, size_t size, off_t off,
 		got = pread(h->fd, buf, size, off);
 		return got < 0 ? -errno : (int)got;
 	}
-	if (!h->snap || (size_t)off >= h->snaplen)
+	if (h->snap && fs_read_refreshes(h, off))
+		fs_snapshot(h); /* on failure the old one is kept */
+	if (off == 0)
+		h->stale = false;
+	if (!h->snap || (size_t)off >= h->snaplen) {
+		if (h->snap)
+			h->readto = h->snaplen;
 		return 0;
+	}
 	n = h->snaplen - (size_t)off;
 	if (n > size)
 		n = size;
 	memcpy(buf, h->snap + off, n);
+	if ((size_t)off + n > h->readto)
+		h->readto = (size_t)off + n;
 	return (int)n;
 }
 
@@ -1460,9 +1494,53 @@ static int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 	return 0;
 }
 
+/*
+ * poll/select/epoll on a file of the tree: readable while what was read of
+ * it is not all of it, or once it changed since (the model's notice wakes
+ * the poller: fs_changed). A reader polls, reads from the start again (or
+ * on from its offset in a log) and polls again: no sleep. Files under
+ * files/ and command outputs are always ready, as files on a disk are.
+ */
+static int fs_poll(const char *path, struct fuse_file_info *fi,
+		   struct fuse_pollhandle *ph, unsigned *reventsp)
+{
+	struct fshandle *h = fi ? (struct fshandle *)(uintptr_t)fi->fh : NULL;
+	unsigned out = POLLOUT | POLLWRNORM;
+
+	if (!h || h->files || !h->snap) {
+		*reventsp = POLLIN | POLLRDNORM | out;
+		if (ph)
+			fuse_pollhandle_destroy(ph);
+		return 0;
+	}
+	/* Kept before the look, so that a change right after it still
+	 * wakes the poller. */
+	if (ph)
+		watch_add(fs_ctx()->watch, h, path, ph);
+	if (h->readto >= h->snaplen && !h->stale) {
+		char *old = h->snap;
+		size_t oldlen = h->snaplen;
+
+		h->snap = NULL;
+		if (fs_snapshot(h) == 0) {
+			h->stale = oldlen != h->snaplen ||
+				   memcmp(old, h->snap, oldlen) != 0;
+			free(old);
+		} else {
+			h->snap = old;
+			h->snaplen = oldlen;
+		}
+	}
+	*reventsp = (h->readto < h->snaplen || h->stale)
+			    ? POLLIN | POLLRDNORM | out
+			    : out;
+	return 0;
+}
+
 static int fs_release(const char *path, struct fuse_file_info *fi)
 {
 	(void)path;
+	watch_forget(fs_ctx()->watch, (const void *)(uintptr_t)fi->fh);
 	fs_handle_free((struct fshandle *)(uintptr_t)fi->fh);
 	return 0;
 }
@@ -1722,6 +1800,16 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 	return fs_open_tree(path, fi);
 }
 
+/* The model changed a path on its own: the kernel's caches of it are
+ * dropped, and whoever polls it is woken. */
+static void fs_changed(void *ctx, const char *path)
+{
+	struct fsctx *fs = ctx;
+
+	inval_push(fs->inval, path);
+	watch_changed(fs->watch, path);
+}
+
 static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
 	struct fsctx *fs = fs_ctx();
@@ -1740,7 +1828,8 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	cfg->attr_timeout = 0.9;
 	cfg->negative_timeout = 0;
 	fs->inval = inval_start(fuse_get_context()->fuse, fs->mountpoint);
-	model_set_changed(fs->model, inval_push, fs->inval);
+	fs->watch = watch_new();
+	model_set_changed(fs->model, fs_changed, fs);
 	return fs;
 }
 
@@ -1752,6 +1841,8 @@ static void fs_destroy(void *data)
 		model_set_changed(fs->model, NULL, NULL);
 	inval_stop(fs->inval);
 	fs->inval = NULL;
+	watch_free(fs->watch);
+	fs->watch = NULL;
 }
 
 /*
@@ -1784,6 +1875,7 @@ const struct fuse_operations fsops = {
 	.statfs = fs_statfs,
 	.lock = fs_lock,
 	.flock = fs_flock,
+	.poll = fs_poll,
 	.init = fs_init,
 	.destroy = fs_destroy,
 };

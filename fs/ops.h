@@ -12,6 +12,7 @@ struct fuse_operations;
 struct fsctx {
 	struct model *model;
 	struct inval *inval;
+	struct watch *watch; /* pollers of the tree's files */
 	uid_t uid;
 	gid_t gid;
 	struct timespec mounted;

@@ -5,6 +5,7 @@
 #include "lifecycle/cluster_hostfile.h"
 #include "lifecycle/cluster_jobs.h"
 #include "lifecycle/cluster_priv.h"
+#include "lifecycle/cluster_wait.h"
 #include "lifecycle/model_priv.h"
 #include "lifecycle/resolution.h"
 #include "lifecycle/store.h"
@@ -345,6 +346,9 @@ static const struct cluster_attr cluster_attrs[] = {
 	 cluster_show_mpi_status, NULL, NULL, NULL, false},
 	{"restart", CLUSTER_TRIGGER, WHEN_RESTART, cluster_show_nothing, NULL,
 	 cluster_store_restart, NULL, false},
+	/* Written like a command (the write blocks), it shows nothing. */
+	{"wait", CLUSTER_COMMAND, WHEN_CREATED, cluster_show_nothing, NULL,
+	 NULL, cluster_wait, false},
 	{"log", CLUSTER_READ_ONLY, WHEN_LOG, cluster_show_log, NULL, NULL, NULL,
 	 true},
 	{"error", CLUSTER_READ_ONLY, WHEN_ERROR, cluster_show_error, NULL, NULL,

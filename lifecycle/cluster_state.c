@@ -115,3 +115,47 @@ bool cluster_state_moving(enum cluster_state s)
 	return s == CLUSTER_DEPLOYING || s == CLUSTER_INTERRUPTING ||
 	       s == CLUSTER_RESUMING || s == CLUSTER_TERMINATING;
 }
+
+bool cluster_state_can_reach(enum cluster_state from, enum cluster_state want,
+			     unsigned auto_ops)
+{
+	bool seen[CLUSTER_STATES] = {false};
+	enum cluster_state todo[CLUSTER_STATES];
+	size_t n = 0;
+
+	if (from >= CLUSTER_STATES || want >= CLUSTER_STATES)
+		return false;
+	todo[n++] = from;
+	seen[from] = true;
+	while (n) {
+		enum cluster_state s = todo[--n];
+		enum cluster_state next[3];
+		size_t k = 0;
+
+		if (s == want)
+			return true;
+		if (cluster_state_moving(s)) {
+			/* A job under way ends where its table row says, or
+			 * in failed. */
+			for (int op = 0; op < CLUSTER_OPS; op++)
+				if (op != CLUSTER_OP_RECONCILE &&
+				    op != CLUSTER_OP_WATCH &&
+				    cluster_jobs[op].during == s) {
+					next[k++] = cluster_jobs[op].done;
+					break;
+				}
+			next[k++] = CLUSTER_FAILED;
+		} else if (s == CLUSTER_RUNNING) {
+			if (auto_ops & CLUSTER_AUTO(CLUSTER_OP_STOP))
+				next[k++] = CLUSTER_INTERRUPTING;
+			if (auto_ops & CLUSTER_AUTO(CLUSTER_OP_TERMINATE))
+				next[k++] = CLUSTER_TERMINATING;
+		}
+		for (size_t i = 0; i < k; i++)
+			if (!seen[next[i]]) {
+				seen[next[i]] = true;
+				todo[n++] = next[i];
+			}
+	}
+	return false;
+}

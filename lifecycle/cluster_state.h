@@ -51,4 +51,15 @@ enum cluster_state cluster_state_during(enum cluster_op op);
 /* A state whose job is under way (shown with its progress, N/M). */
 bool cluster_state_moving(enum cluster_state s);
 
+/* What the daemon may do to a running cluster on its own (a budget spent,
+ * an idle limit reached): a mask of 1 << CLUSTER_OP_STOP and
+ * 1 << CLUSTER_OP_TERMINATE. */
+#define CLUSTER_AUTO(op) (1u << (op))
+
+/* Whether a cluster in `from` can come to `want` with no new request:
+ * through the ends of the jobs under way, and from running through what
+ * `auto_ops` lets the daemon do. A state reaches itself. */
+bool cluster_state_can_reach(enum cluster_state from, enum cluster_state want,
+			     unsigned auto_ops);
+
 #endif

@@ -31,6 +31,8 @@ enum contract_type {
 	TYPE_ENVIRONMENT,
 	TYPE_MARKET,
 	TYPE_CIDR,
+	TYPE_AMOUNT, /* a positive decimal: dollars, minutes, seconds */
+	TYPE_ACTION, /* what the daemon does on its own: interrupt, terminate */
 };
 
 /* Largest node_count / node_process_count accepted. */
@@ -62,6 +64,11 @@ static const struct {
 	{"failover", TYPE_POSITIVE, true},
 	{"ssh_cidr", TYPE_CIDR, true},
 	{"zone", TYPE_WORD, true},
+	{"budget", TYPE_AMOUNT, false},
+	{"budget_action", TYPE_ACTION, false},
+	{"idle_minutes", TYPE_AMOUNT, false},
+	{"idle_action", TYPE_ACTION, false},
+	{"wait_timeout", TYPE_AMOUNT, false},
 };
 #define CONTRACT_CONFIG_COUNT                                                  \
 	(sizeof(contract_config) / sizeof(contract_config[0]))
@@ -524,6 +531,43 @@ static int contract_cidr(const char *s, size_t n)
 	return a[4] > 32 ? -1 : 0;
 }
 
+/* A positive decimal (budget in USD, idle_minutes, wait_timeout in
+ * seconds), written back in its shortest form. */
+static int contract_amount(const struct contract_field *f, const char *s,
+			   size_t n, char *out, size_t outlen, const char *q,
+			   char *err, size_t errlen)
+{
+	static const struct {
+		const char *name, *what;
+	} units[] = {
+		{"budget", "an amount in US dollars, such as 25 or 7.50"},
+		{"idle_minutes", "a number of minutes, such as 30"},
+		{"wait_timeout", "a number of seconds, such as 600"},
+	};
+	const char *what = "a positive number";
+	char buf[64], *end;
+	double v;
+
+	for (size_t i = 0; i < sizeof(units) / sizeof(*units); i++)
+		if (strcmp(f->name, units[i].name) == 0)
+			what = units[i].what;
+	if (n && *s == '$' && strcmp(f->name, "budget") == 0)
+		s++, n--;
+	if (n == 0 || n >= sizeof(buf) ||
+	    !(isdigit((unsigned char)*s) || *s == '.'))
+		goto bad;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	v = strtod(buf, &end);
+	if (*end || !(v > 0) || v > 1e12)
+		goto bad;
+	snprintf(out, outlen, "%.15g", v);
+	return 0;
+bad:
+	snprintf(err, errlen, "%s is not %s greater than 0", q, what);
+	return -EINVAL;
+}
+
 int contract_normalise(const struct contract_field *f, const char *text,
 		       size_t len, char *out, size_t outlen, char *err,
 		       size_t errlen)
@@ -655,6 +699,26 @@ int contract_normalise(const struct contract_field *f, const char *text,
 			return -EINVAL;
 		}
 		break;
+	case TYPE_AMOUNT:
+		return contract_amount(f, s, n, out, outlen, q, err, errlen);
+	case TYPE_ACTION: {
+		static const char *const interrupt[] = {"interrupt",
+							"interrupted", NULL};
+		static const char *const terminate[] = {"terminate",
+							"terminated", NULL};
+
+		if (contract_pick(s, n, interrupt))
+			return contract_copy("interrupt", 9, out, outlen, err,
+					     errlen);
+		if (contract_pick(s, n, terminate))
+			return contract_copy("terminate", 9, out, outlen, err,
+					     errlen);
+		snprintf(err, errlen,
+			 "%s is not an action; write interrupt or "
+			 "terminate",
+			 q);
+		return -EINVAL;
+	}
 	case TYPE_ENVIRONMENT: /* contract_environment, above */
 	case TYPE_NONE:
 		snprintf(err, errlen, "this file takes no value");

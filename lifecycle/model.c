@@ -558,6 +558,7 @@ struct model *model_open(const struct model_options *opt, char *err,
 		return NULL;
 	}
 	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->changed_cond, NULL);
 	m->config = opt->config;
 	m->registry = opt->providers ? opt->providers : provider_registry;
 	m->contract_config = model_contract_config;
@@ -618,6 +619,7 @@ void model_close(struct model *m)
 	free(m->contracts);
 	resolution_env_close(m->resolution);
 	store_close(m->store);
+	pthread_cond_destroy(&m->changed_cond);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }

@@ -20,6 +20,7 @@ int64_t model_now(void)
 
 void model_notify_path(struct model *m, const char *path)
 {
+	pthread_cond_broadcast(&m->changed_cond);
 	if (m->changed)
 		m->changed(m->changed_ctx, path);
 }

@@ -24,6 +24,9 @@ struct provider_entry;
 
 struct model {
 	pthread_mutex_t lock;
+	/* Broadcast at every change notice (model_notify_path): what a
+	 * waiter on a cluster's state sleeps on, with the lock. */
+	pthread_cond_t changed_cond;
 	struct store *store;
 	const struct config *config;
 	struct resolution_env *resolution;

@@ -27,7 +27,8 @@ storage_type storage_size network_performance node_architecture"
 
 CONFIG="user sshflags tunneled exename exeflags directory threadlevel mpiflags
 imageid subnet_id placement_group security_group_id resolve_policy keyfile environment
-market recover failover ssh_cidr zone network gpu"
+market recover failover ssh_cidr zone network gpu budget budget_action
+idle_minutes idle_action wait_timeout"
 
 # The sorted names of words given (one per line), byte order.
 sorted() {
@@ -116,7 +117,7 @@ expect_refused() {
 	expect_eq "$(listing "$MNT/contracts")" "c1" "contracts/"
 	[ "$(ls "$C" | wc -l)" -eq 31 ]
 	[ "$(ls "$C/manager" | wc -l)" -eq 19 ]
-	[ "$(ls "$C/config" | wc -l)" -eq 22 ]
+	[ "$(ls "$C/config" | wc -l)" -eq 27 ]
 	for d in manager worker config clusters; do
 		[ -d "$C/$d" ]
 	done

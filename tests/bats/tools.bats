@@ -157,7 +157,7 @@ teardown() {
 	[ "$output" = "$MNT/contracts/c1/node_memory_size" ]
 	# 27 files and 4 folders in a contract, 19 in manager/ and worker/,
 	# 20 in config/.
-	[ "$(find "$C" -type f | wc -l)" = $((27 + 19 + 19 + 22)) ]
+	[ "$(find "$C" -type f | wc -l)" = $((27 + 19 + 19 + 27)) ]
 	[ "$(find "$C" -mindepth 1 -type d | wc -l)" = 4 ]
 	[ "$(find "$MNT" -name node_count)" = "$C/node_count" ]
 	[ "$(stat -c '%F %a %s' "$C/node_memory_size")" = "regular file 644 12" ]
@@ -174,7 +174,7 @@ teardown() {
 	diff -r "$C" "$TESTDIR/copy"
 	[ "$(cat "$TESTDIR/copy/node_memory_size")" = "atleast 16G" ]
 	[ "$(cat "$TESTDIR/copy/config/user")" = ubuntu ]
-	[ "$(find "$TESTDIR/copy" -type f | wc -l)" = 87 ]
+	[ "$(find "$TESTDIR/copy" -type f | wc -l)" = 92 ]
 }
 
 @test "eight concurrent shell loops leave a consistent tree; last write wins" {

@@ -220,6 +220,65 @@ static void check_names(void)
 	CHECK(cluster_state_parse("interrupt") == -1);
 }
 
+/* What a wait can still see come without a new request: the expected
+ * table, written out state by state. */
+static void check_reach(void)
+{
+	static const char *const reach[CLUSTER_STATES] = {
+		/* from: the states it reaches, as letters of the enum */
+		[CLUSTER_DEPLOYING] = "D R F",
+		[CLUSTER_RUNNING] = "R",
+		[CLUSTER_INTERRUPTING] = "IG ID F",
+		[CLUSTER_INTERRUPTED] = "ID",
+		[CLUSTER_RESUMING] = "RS R F",
+		[CLUSTER_TERMINATING] = "TG TD F",
+		[CLUSTER_TERMINATED] = "TD",
+		[CLUSTER_FAILED] = "F",
+	};
+	static const char *const letters[CLUSTER_STATES] = {
+		"D", "R", "IG", "ID", "RS", "TG", "TD", "F"};
+
+	for (int from = 0; from < CLUSTER_STATES; from++)
+		for (int want = 0; want < CLUSTER_STATES; want++) {
+			char word[8];
+			bool listed = false;
+
+			for (const char *p = reach[from]; *p;) {
+				size_t n = strcspn(p, " ");
+
+				snprintf(word, sizeof(word), "%.*s", (int)n, p);
+				listed |= strcmp(word, letters[want]) == 0;
+				p += n + (p[n] == ' ');
+			}
+			if (cluster_state_can_reach((enum cluster_state)from,
+						    (enum cluster_state)want,
+						    0) != listed) {
+				fprintf(stderr, "reach %s -> %s: want %d\n",
+					cluster_state_names[from],
+					cluster_state_names[want], listed);
+				CHECK(0);
+			}
+		}
+	/* A budget or idle limit that interrupts lets running reach
+	 * interrupted (and deploying too, through running), never
+	 * terminated; one that terminates, the reverse. */
+	CHECK(cluster_state_can_reach(CLUSTER_RUNNING, CLUSTER_INTERRUPTED,
+				      CLUSTER_AUTO(CLUSTER_OP_STOP)));
+	CHECK(cluster_state_can_reach(CLUSTER_DEPLOYING, CLUSTER_INTERRUPTED,
+				      CLUSTER_AUTO(CLUSTER_OP_STOP)));
+	CHECK(!cluster_state_can_reach(CLUSTER_RUNNING, CLUSTER_TERMINATED,
+				       CLUSTER_AUTO(CLUSTER_OP_STOP)));
+	CHECK(cluster_state_can_reach(CLUSTER_RUNNING, CLUSTER_TERMINATED,
+				      CLUSTER_AUTO(CLUSTER_OP_TERMINATE)));
+	CHECK(!cluster_state_can_reach(CLUSTER_RUNNING, CLUSTER_INTERRUPTED,
+				       CLUSTER_AUTO(CLUSTER_OP_TERMINATE)));
+	/* Nothing leaves interrupted, terminated or failed by itself. */
+	CHECK(!cluster_state_can_reach(CLUSTER_INTERRUPTED, CLUSTER_RUNNING,
+				       ~0u));
+	CHECK(!cluster_state_can_reach(CLUSTER_FAILED, CLUSTER_RUNNING, ~0u));
+	CHECK(!cluster_state_can_reach(CLUSTER_STATES, CLUSTER_RUNNING, 0));
+}
+
 int main(void)
 {
 	check_table();
@@ -228,5 +287,6 @@ int main(void)
 	check_jobs();
 	check_moving();
 	check_names();
+	check_reach();
 	return check_summary("cluster_state");
 }

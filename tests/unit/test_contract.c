@@ -93,7 +93,12 @@ int main(void)
 					    "config/resolve_policy",
 					    "config/environment",
 					    "config/network",
-					    "config/gpu"};
+					    "config/gpu",
+					    "config/budget",
+					    "config/budget_action",
+					    "config/idle_minutes",
+					    "config/idle_action",
+					    "config/wait_timeout"};
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		CHECK(contract_field_by_path(files[i]) >= 0);
 		if (contract_field_by_path(files[i]) < 0)
@@ -101,7 +106,7 @@ int main(void)
 	}
 	CHECK(contract_field_by_path("manager/resolve") < 0);
 	CHECK(contract_field_by_path("nonsense") < 0);
-	CHECK(contract_field_count() == 27 + 19 + 19 + 22);
+	CHECK(contract_field_count() == 27 + 19 + 19 + 27);
 	CHECK(contract_dir_find("manager") == CONTRACT_DIR_MANAGER);
 	CHECK(contract_dir_find("clusters") == CONTRACT_DIR_CLUSTERS);
 	CHECK(contract_dir_find("bogus") < 0);
@@ -176,6 +181,25 @@ int main(void)
 	check_bad("config/market", "spot on-demand", -EINVAL, "market");
 	check_bad("config/market", "boss=spot", -EINVAL, "market");
 	check_ok("config/ssh_cidr", "203.0.113.0/24", "203.0.113.0/24");
+	/* Limits and waits: positive amounts, written back shortest. */
+	check_ok("config/budget", "$7.50\n", "7.5");
+	check_ok("config/budget", "25", "25");
+	check_ok("config/budget", ".25", "0.25");
+	check_bad("config/budget", "0", -EINVAL, "US dollars");
+	check_bad("config/budget", "-3", -EINVAL, "\"-3\"");
+	check_bad("config/budget", "ten", -EINVAL, "US dollars");
+	check_bad("config/budget", "5 USD", -EINVAL, "greater than 0");
+	check_ok("config/idle_minutes", "30", "30");
+	check_bad("config/idle_minutes", "nan", -EINVAL, "minutes");
+	check_bad("config/idle_minutes", "inf", -EINVAL, "minutes");
+	check_ok("config/wait_timeout", "600.0", "600");
+	check_bad("config/wait_timeout", "1e400", -EINVAL, "seconds");
+	check_bad("config/wait_timeout", "$5", -EINVAL, "seconds");
+	check_ok("config/budget_action", "Terminated", "terminate");
+	check_ok("config/idle_action", "interrupt", "interrupt");
+	check_ok("config/idle_action", "", "");
+	check_bad("config/idle_action", "stop", -EINVAL,
+		  "write interrupt or terminate");
 	check_ok("config/ssh_cidr", "0.0.0.0/0", "0.0.0.0/0");
 	check_bad("config/ssh_cidr", "203.0.113.0", -EINVAL, "IPv4 network");
 	check_bad("config/ssh_cidr", "300.0.0.0/8", -EINVAL, "IPv4 network");
