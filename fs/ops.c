@@ -296,6 +296,12 @@ static int fs_stat_path(const struct fspath *p, struct stat *st)
 	case FSPATH_ROOT:
 		fs_fill(st, S_IFDIR | 0755, 5, 0, fs_mounted_ns());
 		break;
+	case FSPATH_COSTS:
+		rc = model_costs_stat(m, &a);
+		if (rc == 0)
+			fs_fill(st, S_IFREG | 0444, 1, a.size,
+				a.mtime_ns ? a.mtime_ns : fs_mounted_ns());
+		break;
 	case FSPATH_README:
 		fs_fill(st, S_IFREG | 0444, 1, fsreadme_size, fs_mounted_ns());
 		break;
@@ -779,6 +785,7 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 		const char *name;
 		enum fspath_kind kind;
 	} root[] = {{"README", FSPATH_README},
+		    {"costs", FSPATH_COSTS},
 		    {"contracts", FSPATH_CONTRACTS},
 		    {"clusters", FSPATH_CLUSTERS},
 		    {"catalog", FSPATH_CATALOG}};
@@ -942,9 +949,9 @@ static int fs_unlink_tree(const char *path)
 			model_file_reset(fs_ctx()->model, p.contract, p.field));
 	if (p.kind == FSPATH_CONTRACT_LINK)
 		return 0; /* rm -r of a contract: the cluster stays */
-	if (p.kind == FSPATH_README || p.kind == FSPATH_CATALOG_FILE ||
-	    p.kind == FSPATH_CLUSTER_FILE || p.kind == FSPATH_NODE_FILE ||
-	    p.kind == FSPATH_CLUSTER_CONTRACT ||
+	if (p.kind == FSPATH_README || p.kind == FSPATH_COSTS ||
+	    p.kind == FSPATH_CATALOG_FILE || p.kind == FSPATH_CLUSTER_FILE ||
+	    p.kind == FSPATH_NODE_FILE || p.kind == FSPATH_CLUSTER_CONTRACT ||
 	    p.kind == FSPATH_CATALOG_REFRESH ||
 	    p.kind == FSPATH_CATALOG_REGION_TYPE)
 		return fs_refuse(&p, NULL, EPERM,
@@ -1073,7 +1080,8 @@ static int fs_utimens_tree(const char *path, const struct timespec tv[2],
 		if (rc)
 			return rc;
 	}
-	if (p.kind == FSPATH_README || p.kind == FSPATH_CATALOG_FILE ||
+	if (p.kind == FSPATH_README || p.kind == FSPATH_COSTS ||
+	    p.kind == FSPATH_CATALOG_FILE ||
 	    ((p.kind == FSPATH_CONTRACT_FILE || p.kind == FSPATH_CLUSTER_FILE ||
 	      p.kind == FSPATH_NODE_FILE) &&
 	     !fs_writable(&p)))
@@ -1125,7 +1133,12 @@ static int fs_snapshot(struct fshandle *h)
 	char *snap = NULL;
 	size_t len = 0;
 
-	if (h->path.kind == FSPATH_README) {
+	if (h->path.kind == FSPATH_COSTS) {
+		int rc = model_costs_render(fs_ctx()->model, &snap, &len);
+
+		if (rc)
+			return rc;
+	} else if (h->path.kind == FSPATH_README) {
 		snap = malloc(fsreadme_size + 1);
 		if (!snap)
 			return -ENOMEM;
@@ -1181,9 +1194,10 @@ static int fs_open_tree(const char *path, struct fuse_file_info *fi)
 
 	if (rc)
 		return rc;
-	if (p.kind != FSPATH_README && p.kind != FSPATH_CONTRACT_FILE &&
-	    p.kind != FSPATH_CATALOG_FILE && p.kind != FSPATH_CLUSTER_FILE &&
-	    p.kind != FSPATH_NODE_FILE && p.kind != FSPATH_CATALOG_REFRESH)
+	if (p.kind != FSPATH_README && p.kind != FSPATH_COSTS &&
+	    p.kind != FSPATH_CONTRACT_FILE && p.kind != FSPATH_CATALOG_FILE &&
+	    p.kind != FSPATH_CLUSTER_FILE && p.kind != FSPATH_NODE_FILE &&
+	    p.kind != FSPATH_CATALOG_REFRESH)
 		return -EISDIR;
 	if (acc != O_RDONLY && !fs_writable(&p)) {
 		/* The kernel checks modes, but root passes that check. */

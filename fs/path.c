@@ -148,6 +148,8 @@ int fspath_parse(const char *path, struct fspath *out)
 	if (n == 1) {
 		if (strcmp(part[0], "README") == 0)
 			out->kind = FSPATH_README;
+		else if (strcmp(part[0], "costs") == 0)
+			out->kind = FSPATH_COSTS;
 		else if (strcmp(part[0], "contracts") == 0)
 			out->kind = FSPATH_CONTRACTS;
 		else if (strcmp(part[0], "clusters") == 0)

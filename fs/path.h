@@ -9,6 +9,7 @@
 enum fspath_kind {
 	FSPATH_ROOT,
 	FSPATH_README,
+	FSPATH_COSTS, /* costs: what every cluster has cost */
 	FSPATH_CONTRACTS,
 	FSPATH_CONTRACT,      /* contracts/NAME */
 	FSPATH_CONTRACT_DIR,  /* contracts/NAME/{manager,worker,...} */

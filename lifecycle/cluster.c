@@ -76,6 +76,35 @@ void cluster_free(struct cluster *c)
 	free(c);
 }
 
+/* A node bills from its launch (creating) while it runs: not stopped,
+ * preempted, terminated or failed. */
+static bool cluster_node_bills(const char *state)
+{
+	return strcmp(state, "creating") == 0 || strcmp(state, "running") == 0;
+}
+
+bool cluster_node_billing(const struct cluster_node *n)
+{
+	return cluster_node_bills(n->state);
+}
+
+void cluster_node_set_state(struct cluster_node *n, const char *state,
+			    int64_t now)
+{
+	if (cluster_node_bills(n->state) && now > n->since_ns)
+		n->billed_ns += now - n->since_ns;
+	if (state != n->state) /* the same state: billed on from now */
+		snprintf(n->state, sizeof(n->state), "%s", state);
+	n->since_ns = now;
+}
+
+int64_t cluster_node_billed_ns(const struct cluster_node *n, int64_t now)
+{
+	return n->billed_ns + (cluster_node_bills(n->state) && now > n->since_ns
+				       ? now - n->since_ns
+				       : 0);
+}
+
 struct cluster_node *cluster_node_find(struct cluster *c, const char *name)
 {
 	for (size_t i = 0; i < c->nnodes; i++)
@@ -193,6 +222,7 @@ int cluster_store_node(struct model *m, const struct cluster_node *n, char *err,
 		.since_ns = n->since_ns,
 		.exit_status = n->exit_status,
 		.exec_ns = n->exec_ns,
+		.billed_ns = n->billed_ns,
 	};
 
 	return store_node_put(m->store, &sn, err, errlen);
@@ -266,6 +296,8 @@ int cluster_set_state_note(struct model *m, struct cluster *c,
 	snprintf(line, sizeof(line), "state: %s", cluster_state_names[s]);
 	c->state = s;
 	c->state_ns = model_now();
+	if (s == CLUSTER_RUNNING)
+		c->active_ns = c->state_ns; /* idle from now on */
 	c->done = 0;
 	/* The state and its log lines in one transaction: a crash never
 	 * leaves one without the other. */

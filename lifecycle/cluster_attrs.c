@@ -2,6 +2,7 @@
  * {name, where, kind, show, mtime, store} (like contract.c's schema for
  * contracts): what each shows, when it last changed, what writing to it
  * does. Outputs of commands are files under the state directory. */
+#include "lifecycle/cluster_cost.h"
 #include "lifecycle/cluster_hostfile.h"
 #include "lifecycle/cluster_jobs.h"
 #include "lifecycle/cluster_priv.h"
@@ -92,11 +93,10 @@ static void cluster_show_state(struct model *m, struct cluster *c,
 static void cluster_show_info(struct model *m, struct cluster *c,
 			      struct cluster_node *node, struct cluster_text *t)
 {
-	int64_t now = model_now();
+	struct cluster_cost cc;
 	char when[32];
-	int64_t end = c->state == CLUSTER_TERMINATED ? c->state_ns : now;
-	double hours = (double)(end - c->created_ns) / 3.6e12;
 
+	cluster_cost_at(c, model_now(), &cc);
 	(void)m;
 	(void)node;
 	cluster_time_text(c->created_ns, when, sizeof(when));
@@ -131,12 +131,17 @@ static void cluster_show_info(struct model *m, struct cluster *c,
 	cluster_printf(t, "node_count: %d\nnode_process_count: %d\n",
 		       c->node_count, c->process_count);
 	cluster_printf(t, "created: %s\n", when);
+	/* Billed: each node from its launch while it runs, at its role's
+	 * price (cluster_cost.c). */
 	if (isnan(c->price))
-		cluster_printf(t, "price_per_hour: unknown\n"
-				  "cost_so_far: unknown\n");
+		cluster_printf(t, "price_per_hour: unknown\n");
 	else
-		cluster_printf(t, "price_per_hour: %.15g\ncost_so_far: %.2f\n",
-			       c->price, c->price * hours);
+		cluster_printf(t, "price_per_hour: %.15g\n", c->price);
+	cluster_printf(t, "hours_billed: %.4f\n", cc.hours);
+	if (isnan(cc.cost))
+		cluster_printf(t, "cost_so_far: unknown\n");
+	else
+		cluster_printf(t, "cost_so_far: %.2f\n", cc.cost);
 }
 
 static int cluster_render_log_line(void *ctx, int64_t at_ns, const char *line)

@@ -48,6 +48,9 @@ static int cluster_load_one(void *ctx, const struct store_cluster *sc)
 	snprintf(c->options, sizeof(c->options), "%s", sc->options);
 	c->mpi_exit_status = sc->mpi_exit_status;
 	c->mpi_ns = sc->mpi_ns;
+	/* Idle since the newest stored activity (cluster_load_node adds
+	 * the nodes' commands): a limit passed while unmounted acts now. */
+	c->active_ns = sc->state_ns > sc->mpi_ns ? sc->state_ns : sc->mpi_ns;
 	if (!c->resolution || !c->error || cluster_insert(m, c)) {
 		cluster_free(c);
 		return -1;
@@ -98,8 +101,11 @@ static int cluster_load_node(void *ctx, const struct store_node *sn)
 	cluster_node_login(c, n);
 	snprintf(n->state, sizeof(n->state), "%s", sn->state);
 	n->since_ns = sn->since_ns;
+	n->billed_ns = sn->billed_ns;
 	n->exit_status = sn->exit_status;
 	n->exec_ns = sn->exec_ns;
+	if (n->exec_ns > c->active_ns)
+		c->active_ns = n->exec_ns;
 	return 0;
 }
 
@@ -320,8 +326,7 @@ int cluster_deploy(struct model *m, const struct cluster_request *req,
 		snprintf(n->instance_type, sizeof(n->instance_type), "%s",
 			 type[r]);
 		cluster_node_login(c, n);
-		snprintf(n->state, sizeof(n->state), "creating");
-		n->since_ns = now;
+		cluster_node_set_state(n, "creating", now);
 		n->exit_status = -1;
 		c->price += price[r];
 	}

@@ -482,6 +482,7 @@ int model_exec(struct model *m, const char *handle, const char *node,
 	}
 	/* Until its results are stored, the cluster is not removed. */
 	c->commands++;
+	c->active_ns = model_now();
 	pthread_mutex_unlock(&m->lock);
 
 	for (size_t i = 0; i < n; i++) {
@@ -564,8 +565,10 @@ int model_exec(struct model *m, const char *handle, const char *node,
 		store_rollback(m->store);
 	else
 		cluster_running_end(&r, dir);
-	if (c)
+	if (c) {
 		c->commands--;
+		c->active_ns = model_now();
+	}
 	if (c && !node) {
 		c->exec_ns = model_now();
 		cluster_notify(m, c, "exec");

@@ -44,6 +44,8 @@ struct model_files *model_files_get(struct model *m, const char *handle,
 	if (n && (!p || !p->ops->files)) {
 		*err = -EOPNOTSUPP;
 	} else if (n && *n->pn.instance_id) {
+		/* A use of files/ is activity (config/idle_minutes). */
+		c->active_ns = model_now();
 		f = malloc(sizeof(*f));
 		if (f) {
 			f->ops = p->ops->files;

@@ -5,6 +5,8 @@
  * and at mount, what the providers say of the nodes the store records. */
 #include "lifecycle/cluster_jobs.h"
 
+#include "lifecycle/cluster_limits.h"
+
 #include "lifecycle/cluster_hostfile.h"
 #include "lifecycle/cluster_priv.h"
 #include "lifecycle/cluster_resolution.h"
@@ -227,11 +229,12 @@ static int cluster_batch_record(struct model *m, struct cluster *c,
 		/* Stop and start leave a node never created as it is. */
 		if (done && (*nd->pn.instance_id || a == PROVIDER_TERMINATE ||
 			     a == PROVIDER_CREATE)) {
-			snprintf(nd->state, sizeof(nd->state), "%s",
-				 cluster_node_after[a]);
+			cluster_node_set_state(nd, cluster_node_after[a],
+					       model_now());
 			count++;
+		} else {
+			cluster_node_set_state(nd, nd->state, model_now());
 		}
-		nd->since_ns = model_now();
 		src = cluster_store_node(m, nd, err, errlen);
 	}
 	if (src == 0)
@@ -500,8 +503,7 @@ static void cluster_node_preempt(struct model *m, struct cluster *c,
 {
 	char err[MODEL_ERR_MAX], path[64];
 
-	snprintf(nd->state, sizeof(nd->state), "preempted");
-	nd->since_ns = model_now();
+	cluster_node_set_state(nd, "preempted", model_now());
 	if (cluster_store_node(m, nd, err, sizeof(err)))
 		cluster_log(m, c, "the state store: %s", err);
 	cluster_log(m, c,
@@ -570,20 +572,69 @@ static void cluster_recover(struct model *m, struct cluster *c,
 			    "on every node");
 }
 
+/* A limit of the cluster's contract reached: the request its action
+ * makes, and why in its error and log. */
+static void cluster_limits_apply(struct model *m, struct cluster *c,
+				 enum cluster_op op, const char *why)
+{
+	c->limits_ns = model_now();
+	if (cluster_request_state(m, c, op) == 0)
+		cluster_fail(m, c, "", 0, why);
+	else
+		cluster_log(m, c, "%s, but the request was refused (see error)",
+			    why);
+}
+
+/* A running cluster idle for config/idle_minutes: its nodes are asked
+ * whether a process cclfs started still runs there (signal 0); none, and
+ * still idle, its idle_action is taken. A process that runs counts as
+ * activity. */
+static void cluster_watch_idle(struct model *m, struct cluster *c,
+			       struct cancel *cancel)
+{
+	struct cluster_batch cb = {.cancel = cancel};
+	char handle[CONTRACT_NAME_MAX + 1], why[MODEL_ERR_MAX];
+	enum cluster_op op;
+	bool busy = false;
+	int rc = 0;
+
+	if (!cluster_limits_idle(m, c, model_now(), &op, why, sizeof(why)))
+		return;
+	snprintf(handle, sizeof(handle), "%s", c->handle);
+	if (cluster_batch_take(m, c, cluster_node_up, c->nnodes, NULL, &cb)) {
+		cluster_batch_free(&cb);
+		return;
+	}
+	cb.b.sig = 0;
+	if (cb.b.n)
+		c = cluster_batch_run(m, handle, &cb, PROVIDER_SIGNAL, &rc);
+	for (size_t k = 0; c && rc == 0 && k < cb.b.n; k++)
+		busy |= cb.b.results[k].busy != 0;
+	if (c && rc && rc != -ECANCELED)
+		cluster_log(m, c,
+			    "the idle limit is reached, but the nodes could "
+			    "not be asked for processes cclfs started: %s",
+			    cb.b.err);
+	cluster_batch_free(&cb);
+	if (!c || rc)
+		return;
+	if (busy)
+		c->active_ns = model_now();
+	else if (cluster_limits_idle(m, c, model_now(), &op, why, sizeof(why)))
+		cluster_limits_apply(m, c, op, why);
+}
+
 /* One look at a running cluster with spot nodes: what its provider says
  * of each, preempted nodes marked, and relaunched when config/recover
  * says so. */
-static void cluster_job_watch(struct model *m, struct cluster *c,
-			      struct cancel *cancel)
+static void cluster_watch_spot(struct model *m, struct cluster *c,
+			       struct cancel *cancel)
 {
 	struct cluster_batch cb = {.cancel = cancel};
 	char handle[CONTRACT_NAME_MAX + 1];
 	bool down = false;
 	int rc;
 
-	c->watch_queued = false;
-	if (c->state != CLUSTER_RUNNING)
-		return;
 	snprintf(handle, sizeof(handle), "%s", c->handle);
 	if (cluster_batch_take(m, c, cluster_node_up, c->nnodes, NULL, &cb)) {
 		cluster_batch_free(&cb);
@@ -608,14 +659,69 @@ static void cluster_job_watch(struct model *m, struct cluster *c,
 		cluster_recover(m, c, cancel);
 }
 
-/* The watch of the mount: every provider's watch interval, a watch job
- * for each running cluster with spot nodes (one at a time per cluster,
- * in the cluster's own queue). Ends when no provider needs it. Not
- * locked. */
+/* The watch job of a running cluster: its spot nodes, then its idle
+ * limit. */
+static void cluster_job_watch(struct model *m, struct cluster *c,
+			      struct cancel *cancel)
+{
+	char handle[CONTRACT_NAME_MAX + 1];
+
+	c->watch_queued = false;
+	if (c->state != CLUSTER_RUNNING)
+		return;
+	snprintf(handle, sizeof(handle), "%s", c->handle);
+	if (cluster_has_spot(c)) {
+		cluster_watch_spot(m, c, cancel);
+		c = cluster_find(m, handle);
+	}
+	if (c && c->state == CLUSTER_RUNNING && !cancel_requested(cancel))
+		cluster_watch_idle(m, c, cancel);
+}
+
+/* How often the watch looks at budgets and idle limits at most (and so
+ * after a change of state or of a limit): well within the minute the
+ * limits promise. */
+#define CLUSTER_LIMITS_TICK_MS 1000
+/* A limit whose request was refused is tried again after this long. */
+#define CLUSTER_LIMITS_RETRY_NS ((int64_t)60 * 1000000000)
+
+/* Budgets and idle limits of the running clusters (model locked): a spent
+ * budget is acted on at once; an idle cluster gets a watch job, which asks
+ * its nodes for processes first. */
+static void cluster_limits_watch(struct model *m)
+{
+	int64_t now = model_now();
+
+	for (size_t i = 0; i < m->nclusters; i++) {
+		struct cluster *c = m->clusters[i];
+		char why[MODEL_ERR_MAX];
+		enum cluster_op op;
+
+		if (c->state != CLUSTER_RUNNING ||
+		    (c->limits_ns &&
+		     now - c->limits_ns < CLUSTER_LIMITS_RETRY_NS))
+			continue;
+		if (cluster_limits_spent(m, c, now, &op, why, sizeof(why)))
+			cluster_limits_apply(m, c, op, why);
+		else if (!c->watch_queued &&
+			 cluster_limits_idle(m, c, now, &op, why, sizeof(why)))
+			c->watch_queued =
+				jobs_submit(m->jobs, c->handle,
+					    (int)CLUSTER_OP_WATCH) == 0;
+	}
+}
+
+/* The watch of the mount: at least every CLUSTER_LIMITS_TICK_MS the
+ * budgets and idle limits, and every provider's watch interval a watch
+ * job for each running cluster with spot nodes (one at a time per
+ * cluster, in the cluster's own queue). Runs while mounted. Not locked. */
 static void cluster_job_watcher(struct model *m, struct cancel *cancel)
 {
+	int64_t spot_due = 0;
+
 	for (;;) {
-		int ms = 0;
+		int ms = 0, tick;
+		int64_t now;
 
 		pthread_mutex_lock(&m->lock);
 		for (size_t i = 0; i < m->nproviders; i++) {
@@ -624,9 +730,17 @@ static void cluster_job_watcher(struct model *m, struct cancel *cancel)
 			if (w > 0 && (ms == 0 || w < ms))
 				ms = w;
 		}
+		cluster_limits_watch(m);
 		pthread_mutex_unlock(&m->lock);
-		if (ms == 0 || cancel_sleep_ms(cancel, ms))
+		tick = ms > 0 && ms < CLUSTER_LIMITS_TICK_MS
+			       ? ms
+			       : CLUSTER_LIMITS_TICK_MS;
+		if (cancel_sleep_ms(cancel, tick))
 			return;
+		now = model_now();
+		if (ms == 0 || now < spot_due)
+			continue;
+		spot_due = now + (int64_t)ms * 1000000;
 		pthread_mutex_lock(&m->lock);
 		for (size_t i = 0; i < m->nclusters; i++) {
 			struct cluster *c = m->clusters[i];
@@ -699,8 +813,7 @@ static void cluster_job_reconcile(struct model *m, struct cluster *c,
 			 "node %s (%s) is gone: its provider no longer has "
 			 "it (the store had it %s)",
 			 nd->name, nd->pn.instance_id, nd->state);
-		snprintf(nd->state, sizeof(nd->state), "terminated");
-		nd->since_ns = model_now();
+		cluster_node_set_state(nd, "terminated", model_now());
 		if (cluster_store_node(m, nd, err, sizeof(err)))
 			cluster_log(m, c, "the state store: %s", err);
 		{
@@ -841,6 +954,10 @@ int cluster_request_state(struct model *m, struct cluster *c,
 		cluster_clear_error(m, c);
 		return 0;
 	}
+	/* A spent budget keeps the cluster down until it is raised. */
+	if (op == CLUSTER_OP_START &&
+	    cluster_limits_resume(m, c, why, sizeof(why)))
+		return cluster_fail(m, c, "state", -EBUSY, why);
 	/* One-time spot instances end when stopped: refused before the
 	 * cluster changes. */
 	if (op == CLUSTER_OP_STOP && cluster_has_spot(c) && c->nnodes &&

@@ -4,8 +4,12 @@
  * now, so that raising a limit applies at once. */
 #include "lifecycle/cluster_limits.h"
 
+#include "lifecycle/cluster_cost.h"
 #include "lifecycle/cluster_priv.h"
 
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,4 +44,91 @@ unsigned cluster_limits_auto_ops(struct model *m, const struct cluster *c)
 	if (*cluster_limits_config(m, c, "idle_minutes"))
 		ops |= CLUSTER_AUTO(cluster_limits_action(m, c, "idle_action"));
 	return ops;
+}
+
+/* A minute of config/idle_minutes: 60 s, or CCLFS_TEST_MINUTE_MS
+ * milliseconds, a scale for tests only (documented as such). */
+static int64_t cluster_limits_minute_ns(void)
+{
+	const char *v = getenv("CCLFS_TEST_MINUTE_MS");
+	long ms = v ? strtol(v, NULL, 10) : 0;
+
+	return ms > 0 ? (int64_t)ms * 1000000 : (int64_t)60 * 1000000000;
+}
+
+/* config/KEY as a positive number; 0 when unset. */
+static double cluster_limits_number(struct model *m, const struct cluster *c,
+				    const char *key)
+{
+	double v = strtod(cluster_limits_config(m, c, key), NULL);
+
+	return v > 0 && isfinite(v) ? v : 0;
+}
+
+static const char *cluster_limits_doing(enum cluster_op op)
+{
+	return op == CLUSTER_OP_TERMINATE ? "terminating" : "interrupting";
+}
+
+/* The budget and what the cluster has cost: 1 when it is spent. */
+static int cluster_limits_over(struct model *m, const struct cluster *c,
+			       int64_t now, double *budget, double *cost)
+{
+	struct cluster_cost cc;
+
+	*budget = cluster_limits_number(m, c, "budget");
+	if (*budget <= 0)
+		return 0;
+	cluster_cost_at(c, now, &cc);
+	*cost = cc.cost;
+	return !isnan(cc.cost) && cc.cost >= *budget;
+}
+
+int cluster_limits_spent(struct model *m, const struct cluster *c, int64_t now,
+			 enum cluster_op *op, char *why, size_t len)
+{
+	double budget, cost;
+
+	if (c->state != CLUSTER_RUNNING ||
+	    !cluster_limits_over(m, c, now, &budget, &cost))
+		return 0;
+	*op = cluster_limits_action(m, c, "budget_action");
+	snprintf(why, len,
+		 "the cluster has cost %.2f USD, which reaches its budget of "
+		 "%.15g USD (config/budget of contract %s); %s it",
+		 cost, budget, c->contract, cluster_limits_doing(*op));
+	return 1;
+}
+
+int cluster_limits_idle(struct model *m, const struct cluster *c, int64_t now,
+			enum cluster_op *op, char *why, size_t len)
+{
+	double minutes = cluster_limits_number(m, c, "idle_minutes");
+
+	if (c->state != CLUSTER_RUNNING || minutes <= 0 || c->commands ||
+	    (double)(now - c->active_ns) <
+		    minutes * (double)cluster_limits_minute_ns())
+		return 0;
+	*op = cluster_limits_action(m, c, "idle_action");
+	snprintf(why, len,
+		 "the cluster has been idle for %.15g minutes (config/"
+		 "idle_minutes of contract %s): no exec, mpiexec or files/ "
+		 "use through the mount and no process cclfs started on its "
+		 "nodes; %s it",
+		 minutes, c->contract, cluster_limits_doing(*op));
+	return 1;
+}
+
+int cluster_limits_resume(struct model *m, const struct cluster *c, char *why,
+			  size_t len)
+{
+	double budget, cost;
+
+	if (!cluster_limits_over(m, c, model_now(), &budget, &cost))
+		return 0;
+	snprintf(why, len,
+		 "the cluster has cost %.2f USD and its budget is %.15g USD; "
+		 "raise config/budget of contract %s to resume it",
+		 cost, budget, c->contract);
+	return -EBUSY;
 }

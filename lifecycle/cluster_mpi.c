@@ -181,6 +181,7 @@ int model_mpiexec(struct model *m, const char *handle, const char *command,
 	}
 	/* Until its results are stored, the cluster is not removed. */
 	c->commands++;
+	c->active_ns = model_now();
 	pthread_mutex_unlock(&m->lock);
 
 	run.command = cmd;
@@ -214,6 +215,7 @@ int model_mpiexec(struct model *m, const char *handle, const char *command,
 		return rc ? rc : 0;
 	}
 	c->commands--;
+	c->active_ns = model_now();
 	c->mpi_exit_status = rc ? -1 : run.exit_status;
 	c->mpi_ns = model_now();
 	{

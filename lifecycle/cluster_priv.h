@@ -16,6 +16,7 @@
 
 struct cluster_node {
 	int64_t since_ns;
+	int64_t billed_ns; /* billable time before since_ns (cluster_cost.c) */
 	int64_t exec_ns;
 	struct provider_node pn;
 	char name[16]; /* "0", "1", ..., "manager" */
@@ -54,6 +55,12 @@ struct cluster {
 	int64_t mpi_ns;		    /* when it ended */
 	int commands;		    /* exec and mpiexec running now */
 	bool watch_queued;	    /* a watch job is queued (not stored) */
+	/* Not stored: the last exec, mpiexec or files/ use through the
+	 * mount, or move to running (at load: the newest of the stored
+	 * times), for config/idle_minutes; the last time a limit was acted
+	 * on, so that a refusal is not retried every second. */
+	int64_t active_ns;
+	int64_t limits_ns;
 };
 
 /* The environment of a command on a node: the contract's
@@ -80,6 +87,14 @@ struct cluster_text {
 	char *buf;
 	size_t len, cap;
 };
+
+/* Move node n to state (a node's: creating running stopped preempted
+ * terminated failed) at `now`, its billable time counted on. */
+void cluster_node_set_state(struct cluster_node *n, const char *state,
+			    int64_t now);
+/* Its billable time up to now; whether it is billed now. */
+int64_t cluster_node_billed_ns(const struct cluster_node *n, int64_t now);
+bool cluster_node_billing(const struct cluster_node *n);
 
 /* All with the model locked. */
 struct cluster *cluster_find(struct model *m, const char *handle);

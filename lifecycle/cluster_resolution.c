@@ -179,8 +179,7 @@ int cluster_failover(struct model *m, struct cluster *c, const char *why)
 				 c->options);
 			n->pn.instance_id[0] = n->pn.address[0] = '\0';
 			n->pn.workdir[0] = '\0';
-			snprintf(n->state, sizeof(n->state), "creating");
-			n->since_ns = model_now();
+			cluster_node_set_state(n, "creating", model_now());
 			c->price += npr[r];
 		}
 	}

@@ -150,6 +150,13 @@ int model_cluster_file_open(struct model *m, const char *handle,
 /* Write to `state` or `restart` (touch fires restart too). */
 int model_cluster_file_write(struct model *m, const char *handle,
 			     const char *file, const char *text, size_t len);
+/* The mount's costs file: one line per cluster (handle, provider, type,
+ * region, nodes billed now, their price per hour, node-hours billed, cost
+ * so far) and a total. 0 with *buf (free it), or -ENOMEM. */
+int model_costs_render(struct model *m, char **buf, size_t *len);
+/* Its size and time: now while a node is billed (the cost grows), else
+ * when the last node stopped. */
+int model_costs_stat(struct model *m, struct model_attr *attr);
 int model_cluster_file_touch(struct model *m, const char *handle,
 			     const char *file);
 

@@ -80,8 +80,8 @@ static int resolution_add_type(struct resolution_env *env,
 			 t->origin, t->accelerator);
 		return -1;
 	}
-	return catalog_add(env->catalog, e->name, t->name, number, type, 0, err,
-			   errlen);
+	return catalog_add(env->catalog, e->name, t->name, number, type,
+			   t->price, err, errlen);
 }
 
 /* The types every provider of the registry offers of its own. */

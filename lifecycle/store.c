@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 
 /* A disk with less free space than this, after an I/O error, is full. */
 #define STORE_FULL_BYTES 65536u
@@ -72,13 +72,16 @@ static const char *const store_sql[STMT_COUNT] = {
 	[STMT_NODE_PUT] =
 		"INSERT INTO nodes(handle, rank, provider, instance_type, "
 		"instance_id, address, workdir, state, since_ns, exit_status, "
-		"exec_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
+		"exec_ns, billed_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+		"?9, "
+		"?10, ?11, ?12) "
 		"ON CONFLICT(handle, rank) DO UPDATE SET provider = "
 		"excluded.provider, instance_type = excluded.instance_type, "
 		"instance_id = excluded.instance_id, address = "
 		"excluded.address, workdir = excluded.workdir, state = "
 		"excluded.state, since_ns = excluded.since_ns, exit_status = "
-		"excluded.exit_status, exec_ns = excluded.exec_ns",
+		"excluded.exit_status, exec_ns = excluded.exec_ns, billed_ns = "
+		"excluded.billed_ns",
 };
 
 static const char store_schema[] =
@@ -136,6 +139,8 @@ static const char store_schema[] =
 	"  since_ns INTEGER NOT NULL,"
 	"  exit_status INTEGER NOT NULL,"
 	"  exec_ns INTEGER NOT NULL,"
+	/* Schema 7: the billable time before since_ns. */
+	"  billed_ns INTEGER NOT NULL DEFAULT 0,"
 	"  PRIMARY KEY(handle, rank)) WITHOUT ROWID;"
 	/* Schema 6: a provider's catalog as its last refresh found it (in
 	 * place of its compiled-in rows): types as lines of a types.csv
@@ -363,11 +368,19 @@ static int store_migrate(struct store *st, char *err, size_t errlen)
 			     "NOT NULL DEFAULT 0;",
 			     err, errlen)))
 		return rc;
-	/* Schema 6 only adds tables (made above by CREATE IF NOT EXISTS). */
+	/* Schema 6 only adds tables (made above by CREATE IF NOT EXISTS);
+	 * 2 to 6 lack a node's billable time (counted from now on: what a
+	 * node ran before is not known per state). */
+	if (version >= 2 && version <= 6 &&
+	    (rc = store_exec(st,
+			     "ALTER TABLE nodes ADD COLUMN billed_ns INTEGER "
+			     "NOT NULL DEFAULT 0;",
+			     err, errlen)))
+		return rc;
 	if (version < STORE_SCHEMA_VERSION)
 		return store_exec(st,
 				  "INSERT OR REPLACE INTO meta(key, value) "
-				  "VALUES('schema', '6')",
+				  "VALUES('schema', '7')",
 				  err, errlen);
 	return 0;
 }
@@ -867,6 +880,7 @@ int store_node_put(struct store *st, const struct store_node *n, char *err,
 	sqlite3_bind_int64(q, 9, n->since_ns);
 	sqlite3_bind_int(q, 10, n->exit_status);
 	sqlite3_bind_int64(q, 11, n->exec_ns);
+	sqlite3_bind_int64(q, 12, n->billed_ns);
 	return store_step(st, STMT_NODE_PUT, err, errlen);
 }
 
@@ -891,7 +905,8 @@ int store_load_clusters(struct store *st,
 			st->db,
 			"SELECT rank, provider, instance_type, "
 			"instance_id, address, workdir, state, since_ns, "
-			"exit_status, exec_ns FROM nodes WHERE handle = "
+			"exit_status, exec_ns, billed_ns FROM nodes WHERE "
+			"handle = "
 			"?1 ORDER BY rank",
 			-1, &n, NULL);
 	if (rc != SQLITE_OK) {
@@ -944,6 +959,7 @@ int store_load_clusters(struct store *st,
 				.since_ns = sqlite3_column_int64(n, 7),
 				.exit_status = sqlite3_column_int(n, 8),
 				.exec_ns = sqlite3_column_int64(n, 9),
+				.billed_ns = sqlite3_column_int64(n, 10),
 			};
 
 			if (loader->node(loader->ctx, &nd)) {

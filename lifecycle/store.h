@@ -132,6 +132,8 @@ struct store_node {
 	int64_t since_ns;
 	int exit_status; /* of the last exec; -1: none yet */
 	int64_t exec_ns; /* when it ended */
+	/* Billable time (creating, running) before since_ns. */
+	int64_t billed_ns;
 };
 
 int store_cluster_put(struct store *st, const struct store_cluster *c,

@@ -88,8 +88,11 @@ enum provider_caps {
 #define PROVIDER_ERR_MAX 1024
 
 struct provider_result {
-	int rc;			    /* 0, or -errno for this node */
-	enum provider_state state;  /* PROVIDER_DESCRIBE */
+	int rc;			   /* 0, or -errno for this node */
+	enum provider_state state; /* PROVIDER_DESCRIBE */
+	/* PROVIDER_SIGNAL with sig 0 (a probe that sends nothing): whether
+	 * a process cclfs started still runs on the node. */
+	int busy;
 	char msg[PROVIDER_MSG_MAX]; /* why it failed, or a note */
 };
 
@@ -373,11 +376,15 @@ void provider_option(const char *options, const char *name, const char *def,
  * (manager=on-demand worker=spot), as the lifecycle checked it: whether each
  * role (0 the manager, 1 the workers) is on the spot market. */
 void provider_market(const char *v, bool spot[2]);
+/* A price in US dollars per hour written in cclfs.conf ("0.25", "$3"):
+ * 0 with *out, -1 when it is not a number of at least 0. */
+int provider_price(const char *v, double *out);
 
 /* One instance type a provider offers beyond the compiled-in catalog
  * (this machine for local, the machines of cclfs.conf for hosts). */
 struct provider_type {
 	char name[64];
+	double price; /* USD per hour (cclfs.conf's, for chargeback); 0 */
 	double vcpus, memory_bytes, accelerators; /* NAN: unknown */
 	char accelerator[64];			  /* a type name, or "" */
 	char architecture[16]; /* "x86_64", "arm64" (or "aarch64"), or "" */

@@ -249,6 +249,54 @@ int remote_signal(struct remote *r, const struct provider_node *node,
 	return remote_signal_seq(r, node, sig, 0, cancel, err, errlen);
 }
 
+/* Whether a process the node's marker marks runs there: 0 with *busy. */
+static int remote_busy(struct remote *r, const struct provider_node *node,
+		       struct cancel *cancel, int *busy, char *err,
+		       size_t errlen)
+{
+	struct remote_node *nd = remote_get(r, node, err, errlen);
+	char marker[160], q[256], script[512];
+	struct ssh_exec x = {.out_fd = -1, .err_fd = -1, .timeout_ms = 60000};
+	int rc;
+
+	if (!nd)
+		return -EIO;
+	remote_marker(node, 0, marker, sizeof(marker));
+	if (ssh_quote(marker, q, sizeof(q))) {
+		remote_put(nd);
+		snprintf(err, errlen, "the cluster handle is too long");
+		return -EINVAL;
+	}
+	/* Exit 1 when one is found; the script itself carries no marker. */
+	snprintf(script, sizeof(script),
+		 "! grep -lqzxF %s /proc/[0-9]*/environ 2>/dev/null", q);
+	x.command = script;
+	rc = ssh_exec(nd->conn, &x, cancel_check, cancel, err, errlen);
+	remote_put(nd);
+	if (rc == 0 && x.exit_status > 1) {
+		snprintf(err, errlen,
+			 "looking for processes on node %d of %s exited with "
+			 "status %d",
+			 node->rank, node->handle, x.exit_status);
+		rc = -EIO;
+	}
+	*busy = rc == 0 && x.exit_status == 1;
+	return rc;
+}
+
+int remote_sig_one(struct remote *r, struct provider_batch *b, size_t i)
+{
+	struct provider_result *res = &b->results[i];
+
+	if (!*b->nodes[i].instance_id)
+		return 0; /* never created: nothing runs there */
+	if (b->sig == 0)
+		return remote_busy(r, &b->nodes[i], b->cancel, &res->busy,
+				   res->msg, sizeof(res->msg));
+	return remote_signal(r, &b->nodes[i], sigabbrev_np(b->sig), b->cancel,
+			     res->msg, sizeof(res->msg));
+}
+
 /* Run cmds[i] on nodes[i], all at once (connecting first); `what` names
  * the step in errors. 0, or -errno with err naming the first node that
  * failed. */

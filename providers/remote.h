@@ -37,6 +37,9 @@ int remote_mkdirs(struct remote *r, const struct provider_node *nodes, size_t n,
  * verified. */
 int remote_prepare(struct provider *p, struct provider_batch *b);
 /* Send SIG (STOP, CONT, KILL) to every process the node started. */
+/* PROVIDER_SIGNAL for node i of a batch: b->sig sent to every process
+ * cclfs started there, or with sig 0 whether one runs (results[i].busy). */
+int remote_sig_one(struct remote *r, struct provider_batch *b, size_t i);
 int remote_signal(struct remote *r, const struct provider_node *node,
 		  const char *sig, struct cancel *cancel, char *err,
 		  size_t errlen);

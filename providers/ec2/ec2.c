@@ -1595,11 +1595,7 @@ static int ec2_terminate(struct provider *p, struct provider_batch *b)
 
 static int ec2_sig_one(struct provider *p, struct provider_batch *b, size_t i)
 {
-	if (!*b->nodes[i].instance_id)
-		return 0;
-	return remote_signal(p->remote, &b->nodes[i], sigabbrev_np(b->sig),
-			     b->cancel, b->results[i].msg,
-			     sizeof(b->results[i].msg));
+	return remote_sig_one(p->remote, b, i);
 }
 
 static int ec2_sig(struct provider *p, struct provider_batch *b)

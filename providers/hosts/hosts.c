@@ -141,7 +141,7 @@ static int hosts_start_one(struct provider *p, struct provider_batch *b,
 
 static int hosts_sig_one(struct provider *p, struct provider_batch *b, size_t i)
 {
-	return hosts_signal_one(p, b, i, sigabbrev_np(b->sig));
+	return remote_sig_one(p->remote, b, i);
 }
 
 /* Take a free host of the node's type (lock held). */
@@ -432,8 +432,13 @@ static int hosts_types(const struct config *conf, struct provider_type **out,
 			snprintf(t->origin, sizeof(t->origin),
 				 "%.4000s: [hosts.%s] accelerator", conf->path,
 				 hosts[i].name);
+			t->price = hosts[i].price;
 			continue;
 		}
+		/* A type is priced at its dearest machine: a cluster never
+		 * costs more than its price says. */
+		if (hosts[i].price > t->price)
+			t->price = hosts[i].price;
 		t->vcpus = hosts_min(t->vcpus, hosts[i].vcpus);
 		t->memory_bytes =
 			hosts_min(t->memory_bytes, hosts[i].memory_bytes);

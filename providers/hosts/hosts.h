@@ -18,6 +18,7 @@ struct hosts_host {
 	char type[64];		/* instance type name ("host" by default) */
 	double vcpus, memory_bytes, accelerators; /* NAN when not given */
 	char accelerator[64]; /* accelerator type name, or "" */
+	double price;	      /* USD per hour, for chargeback (0) */
 };
 
 struct hosts_settings {

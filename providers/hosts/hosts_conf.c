@@ -2,6 +2,7 @@
  * hosts provider, their features for the catalog, and how to reach them. */
 #include "providers/hosts/hosts_conf.h"
 
+#include "providers/provider.h"
 #include "providers/provider_conf.h"
 #include "resolver/assumption.h"
 
@@ -123,6 +124,8 @@ static int hostsconf_host(const char *key, const char *v, struct hosts_host *h)
 	} else if (strcmp(key, "accelerator") == 0) {
 		return hostsconf_text(v, h->accelerator,
 				      sizeof(h->accelerator));
+	} else if (strcmp(key, "price") == 0) {
+		return provider_price(v, &h->price);
 	} else {
 		return -2;
 	}
@@ -184,7 +187,7 @@ int hostsconf_read(const struct config *cfg, const char *statedir,
 				 cfg->path, e->section, e->key,
 				 h ? "a host takes address, port, user, "
 				     "keyfile, type, vcpus, memory, "
-				     "accelerator_count and accelerator"
+				     "accelerator_count, accelerator and price"
 				   : "[hosts] takes user, keyfile, "
 				     "known_hosts, accept_new_host_keys, "
 				     "connect_timeout, command_timeout and "

@@ -3,6 +3,7 @@
  * CCLFS_INSTANCE; creating, signalling, describing and running on them. */
 #include "providers/local/local.h"
 #include "providers/provider.h"
+#include "providers/provider_conf.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -737,7 +738,19 @@ static int local_start_one(struct provider *p, struct provider_batch *b,
 
 static int local_sig_one(struct provider *p, struct provider_batch *b, size_t i)
 {
-	return local_signal_one(p, b, i, b->sig);
+	char entry[LOCAL_ENTRY_MAX];
+	struct local_scan s = {0};
+	int rc;
+
+	if (b->sig != 0 || !b->nodes[i].instance_id[0])
+		return local_signal_one(p, b, i, b->sig);
+	/* Signal 0: only look for a process of the node. */
+	rc = local_node_entry(&b->nodes[i], entry, sizeof(entry),
+			      b->results[i].msg, sizeof(b->results[i].msg));
+	if (rc == 0)
+		rc = local_scan_pass(entry, 0, &s);
+	b->results[i].busy = rc == 0 && s.found > 0;
+	return rc < 0 ? rc : 0;
 }
 
 /* nftw callback of local_remove_tree: returns an errno to stop the walk. */
@@ -1320,10 +1333,32 @@ static int local_types(const struct config *conf, struct provider_type **out,
 	struct provider_type *t = calloc(1, sizeof(*t));
 	struct utsname u;
 
-	(void)conf;
 	if (!t) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
+	}
+	/* [local] price: what a node costs an hour, for chargeback. */
+	for (size_t i = 0; conf && i < conf->count; i++) {
+		const struct config_entry *e = &conf->entries[i];
+
+		if (strcmp(e->section, "local") != 0)
+			continue;
+		if (strcmp(e->key, "price") != 0) {
+			snprintf(
+				err, errlen,
+				"%s: [local] has no key \"%s\"; it takes price",
+				conf->path, e->key);
+			free(t);
+			return -1;
+		}
+		if (provider_price(e->value, &t->price)) {
+			snprintf(err, errlen,
+				 "%s: [local] price: \"%s\" is not a price in "
+				 "US dollars per hour, such as 0.25",
+				 conf->path, e->value);
+			free(t);
+			return -1;
+		}
 	}
 	local_detect(&lf);
 	snprintf(t->name, sizeof(t->name), "local");

@@ -570,7 +570,7 @@ $(cat "$MNT/clusters/h/hostfile")" "stdout of node 2"
 		local h n
 		for h in run int; do
 			cat "$MNT/clusters/$h/state" "$MNT/clusters/$h/log"
-			grep -v '^cost_so_far' "$MNT/clusters/$h/info"
+			grep -v '^cost_so_far\|^hours_billed' "$MNT/clusters/$h/info"
 			for n in 0 1; do
 				cat "$MNT/clusters/$h/nodes/$n/status"
 			done

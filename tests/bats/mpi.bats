@@ -291,6 +291,7 @@ three_nodes_jobs() {
 		db = sqlite3.connect(sys.argv[1])
 		db.execute("ALTER TABLE clusters DROP COLUMN mpi_exit_status")
 		db.execute("ALTER TABLE clusters DROP COLUMN mpi_ns")
+		db.execute("ALTER TABLE nodes DROP COLUMN billed_ns")
 		db.execute("UPDATE meta SET value = '4' WHERE key = 'schema'")
 		db.commit()
 	PY
@@ -300,7 +301,9 @@ three_nodes_jobs() {
 	[ "$(cat clusters/s/mpi_exit_status)" = "" ]
 	echo "$MPIBIN/ranksum" >clusters/s/mpiexec
 	[ "$(cat clusters/s/mpi_exit_status)" = 0 ]
-	[ "$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT value FROM meta WHERE key = '"'schema'"'").fetchone()[0])' "$STATE/state.db")" = 6 ]
-	# Schema 6's tables (a refreshed catalog) are there too.
+	[ "$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT value FROM meta WHERE key = '"'schema'"'").fetchone()[0])' "$STATE/state.db")" = 7 ]
+	# Schema 7's billable time of nodes, and schema 6's tables (a
+	# refreshed catalog), are there too.
+	python3 -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute("SELECT billed_ns FROM nodes").fetchall()' "$STATE/state.db"
 	[ "$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM sqlite_master WHERE name LIKE '"'catalog_%'"'").fetchone()[0])' "$STATE/state.db")" = 3 ]
 }
