@@ -65,6 +65,13 @@ static double cluster_limits_number(struct model *m, const struct cluster *c,
 	return v > 0 && isfinite(v) ? v : 0;
 }
 
+/* An amount of US dollars in a sentence: cents, or more places for what
+ * is less than a cent (a test's tiny budget). */
+static void cluster_limits_usd(double v, char *buf, size_t len)
+{
+	snprintf(buf, len, v != 0 && v < 0.01 ? "%.6f" : "%.2f", v);
+}
+
 static const char *cluster_limits_doing(enum cluster_op op)
 {
 	return op == CLUSTER_OP_TERMINATE ? "terminating" : "interrupting";
@@ -88,15 +95,18 @@ int cluster_limits_spent(struct model *m, const struct cluster *c, int64_t now,
 			 enum cluster_op *op, char *why, size_t len)
 {
 	double budget, cost;
+	char spent[32];
 
 	if (c->state != CLUSTER_RUNNING ||
 	    !cluster_limits_over(m, c, now, &budget, &cost))
 		return 0;
 	*op = cluster_limits_action(m, c, "budget_action");
+	cluster_limits_usd(cost, spent, sizeof(spent));
 	snprintf(why, len,
-		 "the cluster has cost %.2f USD, which reaches its budget of "
-		 "%.15g USD (config/budget of contract %s); %s it",
-		 cost, budget, c->contract, cluster_limits_doing(*op));
+		 "the cluster has cost %s USD, which reaches its budget of %s "
+		 "USD (config/budget of contract %s); %s it",
+		 spent, cluster_limits_config(m, c, "budget"), c->contract,
+		 cluster_limits_doing(*op));
 	return 1;
 }
 
@@ -123,12 +133,14 @@ int cluster_limits_resume(struct model *m, const struct cluster *c, char *why,
 			  size_t len)
 {
 	double budget, cost;
+	char spent[32];
 
 	if (!cluster_limits_over(m, c, model_now(), &budget, &cost))
 		return 0;
+	cluster_limits_usd(cost, spent, sizeof(spent));
 	snprintf(why, len,
-		 "the cluster has cost %.2f USD and its budget is %.15g USD; "
+		 "the cluster has cost %s USD and its budget is %s USD; "
 		 "raise config/budget of contract %s to resume it",
-		 cost, budget, c->contract);
+		 spent, cluster_limits_config(m, c, "budget"), c->contract);
 	return -EBUSY;
 }

@@ -559,9 +559,21 @@ static int contract_amount(const struct contract_field *f, const char *s,
 	memcpy(buf, s, n);
 	buf[n] = '\0';
 	v = strtod(buf, &end);
-	if (*end || !(v > 0) || v > 1e12)
+	if (*end || !(v > 0) || v > 1e9)
 		goto bad;
-	snprintf(out, outlen, "%.15g", v);
+	/* Plain decimals, never an exponent (a budget of 0.00001). */
+	snprintf(buf, sizeof(buf), "%.10f", v);
+	if (strchr(buf, '.')) {
+		char *z = buf + strlen(buf) - 1;
+
+		while (*z == '0')
+			*z-- = '\0';
+		if (*z == '.')
+			*z = '\0';
+	}
+	if (strlen(buf) >= outlen)
+		goto bad;
+	snprintf(out, outlen, "%s", buf);
 	return 0;
 bad:
 	snprintf(err, errlen, "%s is not %s greater than 0", q, what);

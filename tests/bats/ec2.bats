@@ -751,3 +751,28 @@ sg_name() {
 	[ "$(fake_sg_count)" = 0 ]
 	nothing_left
 }
+
+@test "costs and budget on ec2: stopped instances are not billed; a tiny budget stops the cluster and keeps it down" {
+	ec2_setup
+	ec2_mount
+	contract b 2
+	# Two t3.micro at 0.0104 USD an hour: a ten-thousandth of a dollar
+	# in about 17 s from the launch.
+	echo 0.0001 >contracts/b/config/budget
+	echo b >contracts/b/deploy
+	wait_state b running
+	echo interrupted >clusters/b/wait
+	[[ "$(cat clusters/b/error)" == "clusters/b: the cluster has cost 0.0001"*" USD, which reaches its budget of 0.0001 USD (config/budget of contract b); interrupting it" ]]
+	[ "$(fake_py "sorted(i['state'] for i in s['instances'])")" = "['stopped', 'stopped']" ]
+	local cost
+	cost=$(awk -F'\t' '$1 == "b" { print $8 }' costs)
+	[ "$(awk -F'\t' '$1 == "b" { print $6 }' costs)" = 0.000000 ]
+	sleep 2
+	[ "$(awk -F'\t' '$1 == "b" { print $8 }' costs)" = "$cost" ]
+	run_shell 'echo resumed > clusters/b/state'
+	[ "$status" -ne 0 ]
+	grep -q "raise config/budget of contract b to resume it" clusters/b/error
+	echo terminated >clusters/b/state
+	wait_state b terminated
+	nothing_left
+}

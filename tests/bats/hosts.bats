@@ -25,6 +25,7 @@ hosts_setup() {
 		for ((k = 0; k < n; k++)); do
 			echo "[hosts.h$k]"
 			echo "address = \"127.0.1.$((FIRST + k))\""
+			[ -z "${HOST_EXTRA:-}" ] || echo "$HOST_EXTRA"
 		done
 	} >"$TESTDIR/cclfs.conf"
 	cclfs_mount -o config="$TESTDIR/cclfs.conf"
@@ -489,4 +490,41 @@ while True:
 	kill "$SILENT"
 	[ $(($(date +%s%N) - start)) -lt 8000000000 ]
 	grep -q 'SSH handshake with .*127.0.1.120 port 2222 failed' clusters/x/error
+}
+
+@test "priced hosts: billed while running, not while interrupted; a tiny budget interrupts; idle stop asks the hosts for processes" {
+	# A dollar a second per machine; a minute of idleness lasts 0.2 s.
+	HOST_EXTRA='price = "3600"'
+	export CCLFS_TEST_MINUTE_MS=200
+	hosts_setup 2
+	cd "$MNT"
+	mkdir contracts/p
+	echo 10 >contracts/p/config/idle_minutes
+	deploy p p 2
+	[ "$(cut -f4 contracts/p/resolution)" = 3600 ]
+	[ "$(cat catalog/hosts/host/price_per_hour)" = 3600 ]
+	[ "$(sed -n 's/^price_per_hour: //p' clusters/p/info)" = 7200 ]
+	# A command left running on host 1 keeps the cluster up past its
+	# 2 s of idleness, until it ends (3 s).
+	local t0=${EPOCHREALTIME/./}
+	echo 'nohup sleep 3 >/dev/null 2>&1 &' >clusters/p/nodes/1/exec
+	echo interrupted >clusters/p/wait
+	[ "$(((${EPOCHREALTIME/./} - t0) / 1000))" -ge 3000 ]
+	grep -q "has been idle for 10 minutes" clusters/p/error
+	local cost
+	cost=$(awk -F'\t' '$1 == "p" { print $8 }' costs)
+	sleep 1.5
+	[ "$(awk -F'\t' '$1 == "p" { print $8 }' costs)" = "$cost" ]
+	# Resumed with a budget already spent: interrupted again at once.
+	echo >contracts/p/config/idle_minutes
+	echo 0.5 >contracts/p/config/budget
+	run_shell 'echo resumed > clusters/p/state'
+	[ "$status" -ne 0 ]
+	grep -q "raise config/budget of contract p to resume it" clusters/p/error
+	awk -v c="$cost" 'BEGIN { exit !(c > 0) }'
+	echo "$(awk -v c="$cost" 'BEGIN { print c + 2 }')" >contracts/p/config/budget
+	echo resumed >clusters/p/state
+	echo running >clusters/p/wait
+	echo interrupted >clusters/p/wait
+	grep -q "which reaches its budget of" clusters/p/error
 }

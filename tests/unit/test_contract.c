@@ -185,6 +185,8 @@ int main(void)
 	check_ok("config/budget", "$7.50\n", "7.5");
 	check_ok("config/budget", "25", "25");
 	check_ok("config/budget", ".25", "0.25");
+	check_ok("config/budget", "0.00001", "0.00001");
+	check_ok("config/budget", "1e3", "1000");
 	check_bad("config/budget", "0", -EINVAL, "US dollars");
 	check_bad("config/budget", "-3", -EINVAL, "\"-3\"");
 	check_bad("config/budget", "ten", -EINVAL, "US dollars");
@@ -194,6 +196,7 @@ int main(void)
 	check_bad("config/idle_minutes", "inf", -EINVAL, "minutes");
 	check_ok("config/wait_timeout", "600.0", "600");
 	check_bad("config/wait_timeout", "1e400", -EINVAL, "seconds");
+	check_bad("config/budget", "1e11", -EINVAL, "US dollars");
 	check_bad("config/wait_timeout", "$5", -EINVAL, "seconds");
 	check_ok("config/budget_action", "Terminated", "terminate");
 	check_ok("config/idle_action", "interrupt", "interrupt");
