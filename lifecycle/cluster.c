@@ -80,7 +80,9 @@ void cluster_free(struct cluster *c)
  * preempted, terminated or failed. */
 static bool cluster_node_bills(const char *state)
 {
-	return strcmp(state, "creating") == 0 || strcmp(state, "running") == 0;
+	return strcmp(state, "creating") == 0 ||
+	       strcmp(state, "running") == 0 ||
+	       strcmp(state, "removing") == 0; /* until a shrink ends it */
 }
 
 bool cluster_node_billing(const struct cluster_node *n)

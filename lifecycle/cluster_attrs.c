@@ -6,6 +6,7 @@
 #include "lifecycle/cluster_hostfile.h"
 #include "lifecycle/cluster_jobs.h"
 #include "lifecycle/cluster_priv.h"
+#include "lifecycle/cluster_resize.h"
 #include "lifecycle/cluster_wait.h"
 #include "lifecycle/model_priv.h"
 #include "lifecycle/resolution.h"
@@ -78,7 +79,17 @@ static void cluster_show_state(struct model *m, struct cluster *c,
 
 	for (size_t i = 0; i < c->nnodes; i++)
 		down += strcmp(c->nodes[i].state, "preempted") == 0;
-	if (cluster_state_moving(c->state))
+	if (c->state == CLUSTER_RESIZING) {
+		/* The nodes that run now of the size it goes to: 4/8 as a
+		 * grow from 4 to 8 starts, 8/4 as a shrink does. */
+		size_t up = 0, to = (size_t)c->node_count;
+
+		for (size_t i = 0; i < c->nnodes; i++) {
+			up += strcmp(c->nodes[i].state, "running") == 0;
+			to += c->nodes[i].pn.rank < 0;
+		}
+		cluster_printf(t, "resizing %zu/%zu\n", up, to);
+	} else if (cluster_state_moving(c->state))
 		cluster_printf(t, "%s %d/%zu\n", cluster_state_names[c->state],
 			       c->done, c->nnodes);
 	else if (down && c->state == CLUSTER_RUNNING)
@@ -312,6 +323,15 @@ static int cluster_store_state(struct model *m, struct cluster *c,
 	return cluster_request_state(m, c, op);
 }
 
+static void cluster_show_node_count(struct model *m, struct cluster *c,
+				    struct cluster_node *n,
+				    struct cluster_text *t)
+{
+	(void)m;
+	(void)n;
+	cluster_printf(t, "%d\n", c->node_count);
+}
+
 static int cluster_store_restart(struct model *m, struct cluster *c,
 				 const char *text, size_t len)
 {
@@ -337,6 +357,9 @@ static const struct cluster_attr cluster_attrs[] = {
 	 cluster_store_state, NULL, false},
 	{"info", CLUSTER_READ_ONLY, WHEN_CREATED, cluster_show_info, NULL, NULL,
 	 NULL, false},
+	/* The current size; a size written grows or shrinks the cluster. */
+	{"node_count", CLUSTER_REQUEST, WHEN_STATE, cluster_show_node_count,
+	 NULL, cluster_resize_request, NULL, false},
 	{"exec", CLUSTER_COMMAND, WHEN_EXEC, NULL, "exec.out", NULL, model_exec,
 	 true},
 	{"hostfile", CLUSTER_READ_ONLY, WHEN_CREATED, cluster_show_hostfile,

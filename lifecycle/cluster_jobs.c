@@ -9,6 +9,7 @@
 
 #include "lifecycle/cluster_hostfile.h"
 #include "lifecycle/cluster_priv.h"
+#include "lifecycle/cluster_resize.h"
 #include "lifecycle/cluster_resolution.h"
 #include "lifecycle/jobs.h"
 #include "lifecycle/store.h"
@@ -401,6 +402,166 @@ static void cluster_job_deploy(struct model *m, struct cluster *c,
 					   sizeof(err)))
 			cluster_job_failed(m, c, "deploy", err);
 	}
+}
+
+static bool cluster_node_removing(const struct cluster_node *n)
+{
+	return strcmp(n->state, "removing") == 0;
+}
+
+/* The ranks past node_count are marked removing (stored), terminated and
+ * forgotten. 0, or -1 when the job ends (failed or cancelled). */
+static int cluster_resize_shrink(struct model *m, const char *handle,
+				 struct cancel *cancel)
+{
+	char err[MODEL_ERR_MAX];
+	struct cluster *c = cluster_find(m, handle);
+	int rc;
+
+	for (size_t i = 0; c && i < c->nnodes; i++) {
+		struct cluster_node *n = &c->nodes[i];
+
+		if (n->pn.rank < c->node_count || !cluster_node_live(n) ||
+		    cluster_node_removing(n))
+			continue;
+		/* Never made (a grow cut short): nothing to terminate. */
+		cluster_node_set_state(
+			n, *n->pn.instance_id ? "removing" : "terminated",
+			model_now());
+		if (cluster_store_node(m, n, err, sizeof(err))) {
+			cluster_job_failed(m, c, "resizing", err);
+			return -1;
+		}
+	}
+	while ((rc = cluster_job_step(m, handle, CLUSTER_RESIZING,
+				      PROVIDER_TERMINATE, cluster_node_removing,
+				      SIZE_MAX, NULL, cancel)) > 0)
+		;
+	if (rc < 0)
+		return -1;
+	c = cluster_find(m, handle);
+	for (size_t i = c ? c->nnodes : 0; i-- > 0;)
+		if (c->nodes[i].pn.rank >= c->node_count &&
+		    cluster_resize_drop_node(m, c, i, err, sizeof(err))) {
+			cluster_job_failed(m, c, "resizing", err);
+			return -1;
+		}
+	return c ? 0 : -1;
+}
+
+/* A grow that could not create every new rank: the cluster goes back to
+ * the ranks that run from 0 up, the others removed, and says why. */
+static int cluster_resize_back(struct model *m, const char *handle,
+			       const char *why, struct cancel *cancel)
+{
+	struct cluster *c = cluster_find(m, handle);
+	int k = 0, wanted;
+
+	if (!c)
+		return -1;
+	wanted = c->node_count;
+	while (k < c->node_count) {
+		bool up = false;
+
+		for (size_t i = 0; i < c->nnodes; i++)
+			up |= c->nodes[i].pn.rank == k &&
+			      strcmp(c->nodes[i].state, "running") == 0;
+		if (!up)
+			break;
+		k++;
+	}
+	c->node_count = k > 0 ? k : 1;
+	cluster_log(m, c,
+		    "resizing to %d failed: %s; going back to %d (the ranks "
+		    "that run)",
+		    wanted, why, c->node_count);
+	{
+		char msg[MODEL_ERR_MAX + 128], err[MODEL_ERR_MAX];
+
+		snprintf(msg, sizeof(msg),
+			 "resizing to %d failed: %.700s; the cluster has %d",
+			 wanted, why, c->node_count);
+		cluster_fail(m, c, "node_count", 0, msg);
+		if (cluster_store(m, c, err, sizeof(err)))
+			cluster_log(m, c, "the state store: %s", err);
+	}
+	return cluster_resize_shrink(m, handle, cancel);
+}
+
+/* node_count written (or a resize cut off by a crash): the ranks past it
+ * removed, the ranks up to it created, then every node set up again
+ * (hostfile, SSH and MPI keys), and the cluster running at its new size.
+ * A rank that cannot be created takes the cluster back to the ranks that
+ * run, never to failed. */
+static void cluster_job_resize(struct model *m, struct cluster *c,
+			       struct cancel *cancel)
+{
+	char handle[CONTRACT_NAME_MAX + 1], err[MODEL_ERR_MAX], note[64];
+	int rc;
+
+	snprintf(handle, sizeof(handle), "%s", c->handle);
+	if (c->state != CLUSTER_RESIZING ||
+	    cluster_resize_shrink(m, handle, cancel))
+		return;
+	c = cluster_find(m, handle);
+	if (!c)
+		return;
+	if (cluster_resize_add_nodes(m, c, err, sizeof(err))) {
+		cluster_job_failed(m, c, "resizing", err);
+		return;
+	}
+	for (;;) {
+		struct cluster_batch cb = {.cancel = cancel};
+
+		c = cluster_find(m, handle);
+		if (!c || c->state != CLUSTER_RESIZING)
+			return;
+		if (cluster_batch_take(m, c, cluster_node_creating,
+				       CLUSTER_DEPLOY_STEP, NULL, &cb) ||
+		    cb.b.n == 0) {
+			cluster_batch_free(&cb);
+			break;
+		}
+		c = cluster_batch_run(m, handle, &cb, PROVIDER_CREATE, &rc);
+		if (c)
+			cluster_batch_record(m, c, &cb, PROVIDER_CREATE, rc,
+					     err, sizeof(err));
+		if (c && rc && rc != -ECANCELED) {
+			snprintf(err, sizeof(err), "%s", cb.b.err);
+			cluster_batch_free(&cb);
+			if (cluster_resize_back(m, handle, err, cancel))
+				return;
+			break;
+		}
+		cluster_batch_free(&cb);
+		if (!c || rc)
+			return;
+		cluster_notify(m, c, "state");
+	}
+	c = cluster_find(m, handle);
+	if (!c || c->state != CLUSTER_RESIZING)
+		return;
+	rc = cluster_prepare(m, c, cancel, err, sizeof(err));
+	c = cluster_find(m, handle);
+	if (!c || c->state != CLUSTER_RESIZING || rc == -ECANCELED)
+		return;
+	if (rc) {
+		char why[MODEL_ERR_MAX + 32];
+
+		snprintf(why, sizeof(why), "preparing the nodes: %s", err);
+		cluster_job_failed(m, c, "resizing", why);
+		return;
+	}
+	snprintf(note, sizeof(note), "resized: %d %s", c->node_count,
+		 strcmp(c->cluster_type, "ManagerWorkers") == 0 ? "workers"
+								: "nodes");
+	if (cluster_set_state_note(m, c, CLUSTER_RUNNING, note, err,
+				   sizeof(err)))
+		cluster_job_failed(m, c, "resizing", err);
+	cluster_notify(m, c, "hostfile");
+	cluster_notify(m, c, "info");
+	cluster_notify(m, c, "node_count");
+	cluster_notify(m, c, "nodes");
 }
 
 /* Stop, start or terminate every node, provider by provider (one batch
@@ -907,6 +1068,9 @@ static void cluster_job(void *ctx, const char *key, int op,
 		case CLUSTER_OP_WATCH:
 			cluster_job_watch(m, c, cancel);
 			break;
+		case CLUSTER_OP_RESIZE:
+			cluster_job_resize(m, c, cancel);
+			break;
 		default:
 			cluster_job_nodes(m, c, (enum cluster_op)op, cancel);
 			break;
@@ -1119,6 +1283,7 @@ int model_start(struct model *m, char *err, size_t errlen)
 			[CLUSTER_DEPLOYING] = CLUSTER_OP_DEPLOY,
 			[CLUSTER_INTERRUPTING] = CLUSTER_OP_STOP,
 			[CLUSTER_RESUMING] = CLUSTER_OP_START,
+			[CLUSTER_RESIZING] = CLUSTER_OP_RESIZE,
 			[CLUSTER_TERMINATING] = CLUSTER_OP_TERMINATE,
 			[CLUSTER_RUNNING] = CLUSTER_OP_RECONCILE,
 			[CLUSTER_INTERRUPTED] = CLUSTER_OP_RECONCILE,

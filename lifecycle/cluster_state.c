@@ -6,8 +6,8 @@
 #include <string.h>
 
 const char *const cluster_state_names[CLUSTER_STATES] = {
-	"deploying", "running",	    "interrupting", "interrupted",
-	"resuming",  "terminating", "terminated",   "failed"};
+	"deploying", "running",	    "interrupting", "interrupted", "resuming",
+	"resizing",  "terminating", "terminated",   "failed"};
 
 /* Requests from each state: the state to move to (a job carries it out),
  * STAY (there or going there already: nothing to do) or BUSY. */
@@ -21,6 +21,7 @@ static const int cluster_requests[CLUSTER_STATES][REQUESTS] = {
 	[CLUSTER_INTERRUPTING] = {STAY, BUSY, CLUSTER_TERMINATING},
 	[CLUSTER_INTERRUPTED] = {STAY, CLUSTER_RESUMING, CLUSTER_TERMINATING},
 	[CLUSTER_RESUMING] = {BUSY, STAY, CLUSTER_TERMINATING},
+	[CLUSTER_RESIZING] = {BUSY, BUSY, CLUSTER_TERMINATING},
 	[CLUSTER_TERMINATING] = {BUSY, BUSY, STAY},
 	[CLUSTER_TERMINATED] = {BUSY, BUSY, STAY},
 	/* A failed cluster can always be terminated: whatever the provider
@@ -41,6 +42,9 @@ static const struct {
 	 * and leaves the cluster there): no job ends through this row. */
 	[CLUSTER_OP_RECONCILE] = {CLUSTER_RUNNING, CLUSTER_RUNNING},
 	[CLUSTER_OP_WATCH] = {CLUSTER_RUNNING, CLUSTER_RUNNING},
+	/* A resize that fails goes back to running at the size it had
+	 * (cluster_jobs.c), never to failed. */
+	[CLUSTER_OP_RESIZE] = {CLUSTER_RESIZING, CLUSTER_RUNNING},
 };
 
 static const struct {
@@ -113,7 +117,8 @@ enum cluster_state cluster_state_during(enum cluster_op op)
 bool cluster_state_moving(enum cluster_state s)
 {
 	return s == CLUSTER_DEPLOYING || s == CLUSTER_INTERRUPTING ||
-	       s == CLUSTER_RESUMING || s == CLUSTER_TERMINATING;
+	       s == CLUSTER_RESUMING || s == CLUSTER_RESIZING ||
+	       s == CLUSTER_TERMINATING;
 }
 
 bool cluster_state_can_reach(enum cluster_state from, enum cluster_state want,

@@ -13,6 +13,7 @@ enum cluster_state {
 	CLUSTER_INTERRUPTING,
 	CLUSTER_INTERRUPTED,
 	CLUSTER_RESUMING,
+	CLUSTER_RESIZING,
 	CLUSTER_TERMINATING,
 	CLUSTER_TERMINATED,
 	CLUSTER_FAILED,
@@ -27,6 +28,7 @@ enum cluster_op {
 	CLUSTER_OP_TERMINATE, /* terminated */
 	CLUSTER_OP_RECONCILE, /* at mount: what the provider says */
 	CLUSTER_OP_WATCH,     /* running: preempted nodes seen, relaunched */
+	CLUSTER_OP_RESIZE,    /* node_count written: ranks added or removed */
 	CLUSTER_OPS,
 };
 

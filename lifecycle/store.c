@@ -35,6 +35,7 @@ enum store_stmt {
 	STMT_CLUSTER_PUT,
 	STMT_CLUSTER_REMOVE,
 	STMT_NODE_PUT,
+	STMT_NODE_REMOVE,
 	STMT_COUNT,
 };
 
@@ -69,6 +70,8 @@ static const char *const store_sql[STMT_COUNT] = {
 		"excluded.options, mpi_exit_status = excluded.mpi_exit_status, "
 		"mpi_ns = excluded.mpi_ns",
 	[STMT_CLUSTER_REMOVE] = "DELETE FROM clusters WHERE handle = ?1",
+	[STMT_NODE_REMOVE] =
+		"DELETE FROM nodes WHERE handle = ?1 AND rank = ?2",
 	[STMT_NODE_PUT] =
 		"INSERT INTO nodes(handle, rank, provider, instance_type, "
 		"instance_id, address, workdir, state, since_ns, exit_status, "
@@ -882,6 +885,16 @@ int store_node_put(struct store *st, const struct store_node *n, char *err,
 	sqlite3_bind_int64(q, 11, n->exec_ns);
 	sqlite3_bind_int64(q, 12, n->billed_ns);
 	return store_step(st, STMT_NODE_PUT, err, errlen);
+}
+
+int store_node_remove(struct store *st, const char *handle, int rank, char *err,
+		      size_t errlen)
+{
+	sqlite3_stmt *q = st->stmt[STMT_NODE_REMOVE];
+
+	store_bind_text(q, 1, handle);
+	sqlite3_bind_int(q, 2, rank);
+	return store_step(st, STMT_NODE_REMOVE, err, errlen);
 }
 
 int store_load_clusters(struct store *st,

@@ -142,6 +142,9 @@ int store_cluster_remove(struct store *st, const char *handle, char *err,
 			 size_t errlen);
 int store_node_put(struct store *st, const struct store_node *n, char *err,
 		   size_t errlen);
+/* A node a shrink removed. */
+int store_node_remove(struct store *st, const char *handle, int rank, char *err,
+		      size_t errlen);
 
 /* Every cluster, then its nodes in rank order (manager first). */
 struct store_cluster_loader {

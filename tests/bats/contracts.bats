@@ -551,7 +551,7 @@ node_architecture|ARM64|arm64"
 	[[ "$output" == *"Permission denied"* ]]
 	run_shell "mkdir clusters/h1"
 	expect_eq "$status" 1 "rc of mkdir clusters/h1"
-	expect_eq "$(listing "$MNT")" "$(sorted README catalog clusters contracts)" "root"
+	expect_eq "$(listing "$MNT")" "$(sorted README catalog clusters contracts costs)" "root"
 }
 
 @test "mkdir inside a contract folder is refused and error names the refused path" {

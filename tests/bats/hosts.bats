@@ -528,3 +528,35 @@ while True:
 	echo interrupted >clusters/p/wait
 	grep -q "which reaches its budget of" clusters/p/error
 }
+
+@test "resize on hosts: grows onto free hosts (hostfile on every node), shrinks, and a grow past the free hosts goes back" {
+	hosts_setup 3
+	cd "$MNT"
+	mkdir contracts/g
+	echo PeerWorkersMPI >contracts/g/cluster_type
+	deploy g g 1
+	echo 3 >clusters/g/node_count
+	echo running >clusters/g/wait
+	[ "$(ls clusters/g/nodes | sort -n | tr '\n' ' ')" = "0 1 2 " ]
+	[ "$(wc -l <clusters/g/hostfile)" -eq 3 ]
+	# Every node has the new hostfile.
+	echo 'wc -l < "$CCLFS_HOSTFILE"' >clusters/g/exec
+	[ "$(cut -d' ' -f2 clusters/g/exec | sort -u)" = 3 ]
+	echo 2 >clusters/g/node_count
+	echo running >clusters/g/wait
+	[ "$(ls clusters/g/nodes | sort -n | tr '\n' ' ')" = "0 1 " ]
+	[ "$(wc -l <clusters/g/hostfile)" -eq 2 ]
+	echo 'wc -l < "$CCLFS_HOSTFILE"' >clusters/g/exec
+	[ "$(cut -d' ' -f2 clusters/g/exec | sort -u)" = 2 ]
+	# Four nodes on three hosts: the cluster goes back to its two.
+	echo 4 >clusters/g/node_count
+	echo running >clusters/g/wait
+	[ "$(cat clusters/g/node_count)" = 2 ]
+	[ "$(ls clusters/g/nodes | sort -n | tr '\n' ' ')" = "0 1 " ]
+	[[ "$(cat clusters/g/error)" == "clusters/g/node_count: resizing to 4 failed: "*"; the cluster has 2" ]]
+	echo hostname >clusters/g/exec
+	# The host the failed grow took is free again.
+	echo 3 >clusters/g/node_count
+	echo running >clusters/g/wait
+	[ "$(ls clusters/g/nodes | wc -l)" -eq 3 ]
+}

@@ -99,7 +99,7 @@ deployed() {
 	run_shell 'echo runing > clusters/w/wait'
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"Invalid argument"* ]]
-	[ "$(cat "$MNT/clusters/w/error")" = 'clusters/w/wait: "runing" is not a state; write one of deploying, running, interrupting, interrupted, resuming, terminating, terminated or failed' ]
+	[ "$(cat "$MNT/clusters/w/error")" = 'clusters/w/wait: "runing" is not a state; write one of deploying, running, interrupting, interrupted, resuming, resizing, terminating, terminated or failed' ]
 }
 
 @test "wait: Ctrl-C ends it with EINTR; config/wait_timeout with ETIMEDOUT" {

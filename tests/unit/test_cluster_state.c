@@ -43,6 +43,7 @@ static const struct cell expected[CLUSTER_STATES][3] = {
 	[CLUSTER_INTERRUPTED] = {S, M(CLUSTER_RESUMING),
 				 M(CLUSTER_TERMINATING)},
 	[CLUSTER_RESUMING] = {R, S, M(CLUSTER_TERMINATING)},
+	[CLUSTER_RESIZING] = {R, R, M(CLUSTER_TERMINATING)},
 	[CLUSTER_TERMINATING] = {R, R, S},
 	[CLUSTER_TERMINATED] = {R, R, S},
 	[CLUSTER_FAILED] = {R, R, M(CLUSTER_TERMINATING)},
@@ -172,6 +173,7 @@ static void check_jobs(void)
 		{CLUSTER_OP_STOP, CLUSTER_INTERRUPTING, CLUSTER_INTERRUPTED},
 		{CLUSTER_OP_START, CLUSTER_RESUMING, CLUSTER_RUNNING},
 		{CLUSTER_OP_TERMINATE, CLUSTER_TERMINATING, CLUSTER_TERMINATED},
+		{CLUSTER_OP_RESIZE, CLUSTER_RESIZING, CLUSTER_RUNNING},
 	};
 
 	for (size_t i = 0; i < sizeof(jobs) / sizeof(*jobs); i++) {
@@ -189,8 +191,9 @@ static void check_moving(void)
 	static const bool moving[CLUSTER_STATES] = {
 		[CLUSTER_DEPLOYING] = true,    [CLUSTER_RUNNING] = false,
 		[CLUSTER_INTERRUPTING] = true, [CLUSTER_INTERRUPTED] = false,
-		[CLUSTER_RESUMING] = true,     [CLUSTER_TERMINATING] = true,
-		[CLUSTER_TERMINATED] = false,  [CLUSTER_FAILED] = false,
+		[CLUSTER_RESUMING] = true,     [CLUSTER_RESIZING] = true,
+		[CLUSTER_TERMINATING] = true,  [CLUSTER_TERMINATED] = false,
+		[CLUSTER_FAILED] = false,
 	};
 
 	for (int s = 0; s < CLUSTER_STATES; s++)
@@ -205,6 +208,7 @@ static void check_names(void)
 		[CLUSTER_INTERRUPTING] = "interrupting",
 		[CLUSTER_INTERRUPTED] = "interrupted",
 		[CLUSTER_RESUMING] = "resuming",
+		[CLUSTER_RESIZING] = "resizing",
 		[CLUSTER_TERMINATING] = "terminating",
 		[CLUSTER_TERMINATED] = "terminated",
 		[CLUSTER_FAILED] = "failed",
@@ -231,12 +235,13 @@ static void check_reach(void)
 		[CLUSTER_INTERRUPTING] = "IG ID F",
 		[CLUSTER_INTERRUPTED] = "ID",
 		[CLUSTER_RESUMING] = "RS R F",
+		[CLUSTER_RESIZING] = "RZ R F",
 		[CLUSTER_TERMINATING] = "TG TD F",
 		[CLUSTER_TERMINATED] = "TD",
 		[CLUSTER_FAILED] = "F",
 	};
 	static const char *const letters[CLUSTER_STATES] = {
-		"D", "R", "IG", "ID", "RS", "TG", "TD", "F"};
+		"D", "R", "IG", "ID", "RS", "RZ", "TG", "TD", "F"};
 
 	for (int from = 0; from < CLUSTER_STATES; from++)
 		for (int want = 0; want < CLUSTER_STATES; want++) {
