@@ -31,13 +31,18 @@ struct watch *watch_new(void)
 	return w;
 }
 
+/* Take entry i out (the last one takes its place), then wake its poller
+ * when notify says so and let it go. */
 static void watch_drop(struct watch *w, size_t i, int notify)
 {
-	if (notify)
-		fuse_notify_poll(w->v[i].ph);
-	fuse_pollhandle_destroy(w->v[i].ph);
-	free(w->v[i].path);
+	struct watch_entry e = w->v[i];
+
 	w->v[i] = w->v[--w->n];
+	w->v[w->n] = (struct watch_entry){0};
+	if (notify)
+		fuse_notify_poll(e.ph);
+	fuse_pollhandle_destroy(e.ph);
+	free(e.path);
 }
 
 void watch_free(struct watch *w)

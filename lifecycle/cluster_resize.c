@@ -90,7 +90,7 @@ int cluster_resize_add_nodes(struct model *m, struct cluster *c, char *err,
 			     size_t errlen)
 {
 	size_t have = cluster_resize_workers(c), want = (size_t)c->node_count;
-	const struct cluster_node *model_node = NULL;
+	size_t last = c->nnodes;
 	struct cluster_node *v;
 	int64_t now = model_now();
 
@@ -100,8 +100,8 @@ int cluster_resize_add_nodes(struct model *m, struct cluster *c, char *err,
 	 * as its last worker is. */
 	for (size_t i = 0; i < c->nnodes; i++)
 		if (c->nodes[i].pn.rank >= 0)
-			model_node = &c->nodes[i];
-	if (!model_node) {
+			last = i;
+	if (last == c->nnodes) {
 		snprintf(err, errlen, "the cluster has no worker to copy");
 		return -EINVAL;
 	}
@@ -111,15 +111,11 @@ int cluster_resize_add_nodes(struct model *m, struct cluster *c, char *err,
 		return -ENOMEM;
 	}
 	c->nodes = v;
-	model_node = NULL;
-	for (size_t i = 0; i < c->nnodes; i++)
-		if (c->nodes[i].pn.rank >= 0)
-			model_node = &c->nodes[i];
 	for (size_t r = have; r < want; r++) {
-		struct cluster_node *n = &c->nodes[c->nnodes];
+		struct cluster_node *n = &v[c->nnodes];
 		int rc;
 
-		*n = *model_node;
+		*n = v[last];
 		n->pn.rank = (int)r;
 		n->pn.instance_id[0] = n->pn.address[0] = '\0';
 		n->pn.workdir[0] = '\0';
@@ -134,8 +130,7 @@ int cluster_resize_add_nodes(struct model *m, struct cluster *c, char *err,
 		rc = cluster_store_node(m, n, err, errlen);
 		if (rc)
 			return rc;
-		c->nnodes++;
-		model_node = n;
+		last = c->nnodes++;
 	}
 	cluster_notify(m, c, "nodes");
 	return 0;
