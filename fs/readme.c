@@ -7,6 +7,7 @@ const char fsreadme_text[] =
 	"contracts/   one folder per cluster contract (mkdir to create one)\n"
 	"clusters/    one folder per deployed cluster\n"
 	"catalog/     the instance types resolution chooses from\n"
+	"costs        what every cluster has cost so far\n"
 	"\n"
 	"Start here:\n"
 	"  mkdir contracts/c1\n"

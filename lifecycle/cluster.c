@@ -80,9 +80,13 @@ void cluster_free(struct cluster *c)
  * preempted, terminated or failed. */
 static bool cluster_node_bills(const char *state)
 {
-	return strcmp(state, "creating") == 0 ||
-	       strcmp(state, "running") == 0 ||
-	       strcmp(state, "removing") == 0; /* until a shrink ends it */
+	/* removing: until a shrink has ended it. */
+	static const char *const billed[] = {"creating", "running", "removing"};
+
+	for (size_t i = 0; i < sizeof(billed) / sizeof(*billed); i++)
+		if (strcmp(state, billed[i]) == 0)
+			return true;
+	return false;
 }
 
 bool cluster_node_billing(const struct cluster_node *n)

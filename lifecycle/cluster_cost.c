@@ -28,6 +28,15 @@ double cluster_node_price(const struct cluster *c, const struct cluster_node *n)
 	return price;
 }
 
+double cluster_cost_price(const struct cluster *c)
+{
+	double sum = 0;
+
+	for (size_t i = 0; i < c->nnodes; i++)
+		sum += cluster_node_price(c, &c->nodes[i]);
+	return sum;
+}
+
 void cluster_cost_at(const struct cluster *c, int64_t now,
 		     struct cluster_cost *out)
 {

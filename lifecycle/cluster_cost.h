@@ -20,6 +20,9 @@ struct cluster_cost {
 /* The price per hour of node n (its role's), NAN when unknown. */
 double cluster_node_price(const struct cluster *c,
 			  const struct cluster_node *n);
+/* The price per hour of all of c's nodes (NAN when one is unknown): what
+ * info's price_per_hour says after a resize. */
+double cluster_cost_price(const struct cluster *c);
 /* What c has cost up to `now`. */
 void cluster_cost_at(const struct cluster *c, int64_t now,
 		     struct cluster_cost *out);

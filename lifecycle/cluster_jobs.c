@@ -5,9 +5,9 @@
  * and at mount, what the providers say of the nodes the store records. */
 #include "lifecycle/cluster_jobs.h"
 
-#include "lifecycle/cluster_limits.h"
-
+#include "lifecycle/cluster_cost.h"
 #include "lifecycle/cluster_hostfile.h"
+#include "lifecycle/cluster_limits.h"
 #include "lifecycle/cluster_priv.h"
 #include "lifecycle/cluster_resize.h"
 #include "lifecycle/cluster_resolution.h"
@@ -471,10 +471,6 @@ static int cluster_resize_back(struct model *m, const char *handle,
 		k++;
 	}
 	c->node_count = k > 0 ? k : 1;
-	cluster_log(m, c,
-		    "resizing to %d failed: %s; going back to %d (the ranks "
-		    "that run)",
-		    wanted, why, c->node_count);
 	{
 		char msg[MODEL_ERR_MAX + 128], err[MODEL_ERR_MAX];
 
@@ -552,6 +548,7 @@ static void cluster_job_resize(struct model *m, struct cluster *c,
 		cluster_job_failed(m, c, "resizing", why);
 		return;
 	}
+	c->price = cluster_cost_price(c); /* stored with the state below */
 	snprintf(note, sizeof(note), "resized: %d %s", c->node_count,
 		 strcmp(c->cluster_type, "ManagerWorkers") == 0 ? "workers"
 								: "nodes");

@@ -93,6 +93,12 @@ info_field() { # handle name
 	deployed b 1
 	[ "$(grep -c . costs)" -eq 4 ]
 	awk -F'\t' '$1 == "total" { exit !($6 == "10800.000000") }' costs
+	# Grown to 3 nodes, a cluster's price follows.
+	echo 3 >clusters/a/node_count
+	echo running >clusters/a/wait
+	[ "$(info_field a price_per_hour)" = 10800 ]
+	[ "$(costs_field a 6)" = 10800.000000 ]
+	[ "$(costs_field a 5)" = 3 ]
 	echo terminated >clusters/a/state
 	echo terminated >clusters/a/wait
 	[ "$(costs_field a 5)" = 0 ]

@@ -26,7 +26,7 @@ teardown() {
 	cclfs_mount
 	run ls "$MNT"
 	[ "$status" -eq 0 ]
-	[ "$output" = "$(printf 'README\ncatalog\nclusters\ncontracts')" ]
+	[ "$output" = "$(printf 'README\ncatalog\nclusters\ncontracts\ncosts')" ]
 	grep -q "cclfs: clusters of machines" "$MNT/README"
 	cclfs_unmount
 	! cclfs_is_mounted
