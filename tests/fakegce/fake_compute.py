@@ -621,6 +621,7 @@ class ComputeAPI:
         self.instances = {}          # (zone, name) -> Instance (also while deleting)
         self.order = []              # Instances in launch order (the state's list)
         self.ops = {}                # name -> Operation
+        self.open_ops = []           # the Operations not DONE yet (advance looks at these)
         self.request_ids = {}        # requestId -> operation name
         self.launches = {}           # requestId -> instances launched
         self.firewalls = {}          # name -> dict
@@ -632,6 +633,7 @@ class ComputeAPI:
         self.closing = False
         self.up_sem = threading.Semaphore(MAX_CONCURRENT_LAUNCHES)
         self.threads = []
+        self.prune_at = 64           # len(threads) at which the ended ones are dropped
         self.hosts = HostPool(os.path.join(self.dir, 'testhosts'), net, first)
 
     # ------------------------------------------------------------ links
@@ -662,7 +664,12 @@ class ComputeAPI:
                 sys.stderr.write('fake_compute: %s: %r\n' % (fn.__name__, e))
         t = threading.Thread(target=body, daemon=True, name='fake_compute ' + fn.__name__)
         with self.lock:
-            self.threads = [x for x in self.threads if x.is_alive()] + [t]
+            # Pruned when it has doubled, not at each job: 64 stops at once each went
+            # through every thread of the others under the lock.
+            if len(self.threads) >= self.prune_at:
+                self.threads = [x for x in self.threads if x.is_alive()]
+                self.prune_at = max(64, 2 * len(self.threads))
+            self.threads.append(t)
         t.start()
 
     def up_job(self, inst, gen):
@@ -748,7 +755,10 @@ class ComputeAPI:
                     inst.status, inst.since, inst.polls = 'TERMINATED', now, 0
                     inst.last_stop = rfc3339()
                 inst.settle_at = inst.settle_to = None
-        for op in self.ops.values():
+        # Only the open ones: a call went through every operation ever made, under
+        # the lock every call takes.
+        ops, self.open_ops = self.open_ops, []
+        for op in ops:
             if op.status == 'DONE':
                 continue
             if now >= op.done_at and (op.cond is None or op.cond()):
@@ -757,9 +767,11 @@ class ComputeAPI:
                 op.status = 'DONE'
                 op.started = op.started or op.inserted
                 op.ended = rfc3339()
-            elif op.status == 'PENDING':
+                continue
+            if op.status == 'PENDING':
                 op.status = 'RUNNING'
                 op.started = rfc3339()
+            self.open_ops.append(op)
 
     def remove(self, inst):
         inst.gone = True
@@ -1124,6 +1136,7 @@ class ComputeAPI:
         op = Operation(scope, op_type, target_link, target_id, time.monotonic() + delay,
                        cond, on_done)
         self.ops[op.name] = op
+        self.open_ops.append(op)
         if request_id:
             self.request_ids[request_id] = op.name
         return op
