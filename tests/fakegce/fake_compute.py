@@ -101,6 +101,7 @@ import datetime
 import fnmatch
 import json
 import os
+import queue
 import random
 import re
 import select
@@ -115,6 +116,7 @@ import zlib
 TESTHOSTS_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', 'sshd', 'testhosts.bash')
 MAX_CONCURRENT_LAUNCHES = 8
+DOWN_WORKERS = 8  # threads that kill the sshds of stopped and deleted instances
 WAIT_S = 2.0  # operations.wait returns after this at the latest
 
 DEFAULT_REGIONS = {
@@ -635,6 +637,15 @@ class ComputeAPI:
         self.threads = []
         self.prune_at = 64           # len(threads) at which the ended ones are dropped
         self.hosts = HostPool(os.path.join(self.dir, 'testhosts'), net, first)
+        # A stop, delete or preemption hands its sshd's kill to these threads, kept for
+        # it: a thread started per call made the call wait until the new thread had
+        # run, long when 64 calls at once are served by one interpreter.
+        self.down_queue = queue.SimpleQueue()
+        self.down_workers = [threading.Thread(target=self.down_worker, daemon=True,
+                                              name='fake_compute down')
+                             for _ in range(DOWN_WORKERS)]
+        for t in self.down_workers:
+            t.start()
 
     # ------------------------------------------------------------ links
 
@@ -704,6 +715,21 @@ class ComputeAPI:
         with self.lock:
             inst.down, inst.sshd_pid = True, None
 
+    def down_worker(self):
+        """Run the down jobs queued, until a None."""
+        while True:
+            job = self.down_queue.get()
+            if job is None:
+                return
+            try:
+                self.down_job(*job)
+            except Exception as e:  # a job that fails must not take the server down
+                sys.stderr.write('fake_compute: down_job: %r\n' % e)
+
+    def down_later(self, inst, retire):
+        """down_job(INST, RETIRE) on a down worker; returns at once."""
+        self.down_queue.put((inst, retire))
+
     def down_job(self, inst, retire):
         """Stop, preemption or delete: the sshd killed; with RETIRE the host directory
         moved out of the way and the slots given back."""
@@ -727,8 +753,10 @@ class ComputeAPI:
         with self.lock:
             self.closing = True
             threads = list(self.threads)
+        for _ in self.down_workers:
+            self.down_queue.put(None)  # after the jobs queued: they are done first
         limit = time.monotonic() + 60
-        for t in threads:
+        for t in threads + self.down_workers:
             t.join(max(0.1, limit - time.monotonic()))
         self.hosts.stop_all()
 
@@ -1316,7 +1344,7 @@ class ComputeAPI:
     def instance_change(self, q, zone, name, kind, change):
         """stop, start, delete: a requestId seen before answers its operation; else
         CHANGE(inst) (lock held) makes the changes and returns (cond of the operation,
-        (job, args) to run after or None)."""
+        (function, args...) to call after, without the lock, or None)."""
         with self.lock:
             again = self.repeated(q)
             if again:
@@ -1328,7 +1356,7 @@ class ComputeAPI:
                              cond=cond, request_id=q.get('requestId'))
             answer = self.op_json(op)
         if job:
-            self.run_job(*job)
+            job[0](*job[1:])
         return 200, answer
 
     def instance_stop(self, q, data, zone, name):
@@ -1336,7 +1364,7 @@ class ComputeAPI:
             job = None
             if inst.status in ('PROVISIONING', 'STAGING', 'RUNNING', 'REPAIRING'):
                 self.settle(inst, 'TERMINATED', self.settings['op_ms'] / 2000.0)
-                job = (self.down_job, inst, False)
+                job = (self.down_later, inst, False)
             return (lambda: inst.status == 'TERMINATED' or inst.gone), job
         return self.instance_change(q, zone, name, 'stop', change)
 
@@ -1353,13 +1381,13 @@ class ComputeAPI:
             inst.status_message, inst.preempted, inst.ready = None, False, False
             inst.last_start = rfc3339()
             inst.generation += 1
-            return None, (self.up_job, inst, inst.generation)
+            return None, (self.run_job, self.up_job, inst, inst.generation)
         return self.instance_change(q, zone, name, 'start', change)
 
     def instance_delete(self, q, data, zone, name):
         def change(inst):
             self.settle(inst, 'DELETED', self.settings['op_ms'] / 2000.0)
-            return (lambda: inst.gone), (self.down_job, inst, True)
+            return (lambda: inst.gone), (self.down_later, inst, True)
         return self.instance_change(q, zone, name, 'delete', change)
 
     def guest_attributes(self, q, data, zone, name):
@@ -1651,7 +1679,7 @@ class ComputeAPI:
                 op.status_message = 'Instance was preempted.'
                 op.user = 'system'
         for inst in victims:
-            self.run_job(self.down_job, inst, action_delete(inst))
+            self.down_later(inst, action_delete(inst))
         return 200, {'preempted': [i.name for i in victims]}
 
     @staticmethod
