@@ -22,7 +22,9 @@
 # What the issue asks: the calls that act (bulkInsert, stop, start, delete)
 # are issued in parallel, and the wall time of interrupt and terminate at 64
 # nodes is within 2x of that at 1. "serial ms" is calls x LATENCY_MS, what
-# the calls alone would take one after the other. Results go to
+# the calls alone would take one after the other; "load" is the 1-minute
+# load average as the operation starts (other work on the machine slows it,
+# runs at different loads do not compare). Results go to
 # bench/results/gcp_lifecycle.txt and .csv (overwritten). Exit status is
 # non-zero only when the benchmark could not run.
 set -euo pipefail
@@ -159,13 +161,16 @@ import json, sys
 print(json.load(sys.stdin)["tokens_issued"])'
 }
 
-printf 'N,operation,ms,calls,serial_ms,tokens,detail\n' >"$DIR/gcp_lifecycle.csv"
+printf 'N,operation,ms,calls,serial_ms,tokens,load,detail\n' >"$DIR/gcp_lifecycle.csv"
 {
-	echo "# bench/gcp_lifecycle.sh on $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores"
+	echo "# bench/gcp_lifecycle.sh on $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores," \
+		"load average $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "# fake Compute Engine with ${LATENCY_MS} ms per call, operations ${OP_MS} ms;" \
 		"times from the write to the state read"
-	echo "# serial ms: calls x ${LATENCY_MS} ms; tokens: tokens issued (not delayed)"
-	printf '%5s  %-10s %8s %6s %9s %6s  %s\n' N operation ms calls 'serial ms' tokens detail
+	echo "# serial ms: calls x ${LATENCY_MS} ms; tokens: tokens issued (not delayed);" \
+		"load: 1-minute load average at the start"
+	printf '%5s  %-10s %8s %6s %9s %6s %5s  %s\n' N operation ms calls 'serial ms' tokens \
+		load detail
 } >"$DIR/gcp_lifecycle.txt"
 for n in $SIZES; do
 	mkdir "contracts/b$n"
@@ -175,6 +180,7 @@ for n in $SIZES; do
 	for op in deploy interrupt resume terminate; do
 		fake POST /_fake/reset-calls >/dev/null
 		t=$(tokens)
+		load=$(cut -d' ' -f1 /proc/loadavg)
 		case $op in
 		deploy)
 			t0=$(now_us)
@@ -194,10 +200,10 @@ for n in $SIZES; do
 		esac
 		read -r total tok detail <<<"$(calls "$t")"
 		serial=$((total * LATENCY_MS))
-		printf '%s,%s,%s,%s,%s,%s,%s\n' "$n" "$op" "$ms" "$total" "$serial" "$tok" \
-			"$detail" >>"$DIR/gcp_lifecycle.csv"
-		printf '%5s  %-10s %8s %6s %9s %6s  %s\n' "$n" "$op" "$ms" "$total" "$serial" \
-			"$tok" "$detail" >>"$DIR/gcp_lifecycle.txt"
+		printf '%s,%s,%s,%s,%s,%s,%s,%s\n' "$n" "$op" "$ms" "$total" "$serial" "$tok" \
+			"$load" "$detail" >>"$DIR/gcp_lifecycle.csv"
+		printf '%5s  %-10s %8s %6s %9s %6s %5s  %s\n' "$n" "$op" "$ms" "$total" "$serial" \
+			"$tok" "$load" "$detail" >>"$DIR/gcp_lifecycle.txt"
 	done
 	rmdir "clusters/h$n"
 done
@@ -217,6 +223,7 @@ done
 			printf "# %s: %d ms at N = %s, %d ms at N = %s: %.2fx (goal <= 2x): %s\n",
 				o, a, f, b, l, r, r <= 2 ? "PASS" : "FAIL" }'
 	done
+	echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >>"$DIR/gcp_lifecycle.txt"
 mkdir -p "$OUT"
 cp "$DIR/gcp_lifecycle.csv" "$DIR/gcp_lifecycle.txt" "$OUT/"

@@ -165,6 +165,39 @@ void remote_forget(struct remote *r, const char *handle, int rank)
 		remote_put(nd);
 }
 
+void remote_forget_all(struct remote *r, const struct provider_node *nodes,
+		       size_t n)
+{
+	struct remote_node **v = calloc(n ? n : 1, sizeof(*v));
+	size_t k = 0;
+
+	if (!v) {
+		for (size_t i = 0; i < n; i++)
+			remote_forget(r, nodes[i].handle, nodes[i].rank);
+		return;
+	}
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < n; i++) {
+		struct remote_node *nd =
+			remote_find(r, nodes[i].handle, nodes[i].rank);
+
+		if (!nd)
+			continue;
+		nd->gone = true;
+		/* No one else holds it, and being gone no one can take it:
+		 * its thread may end now, beside the others. A node in use
+		 * (a command, a worker's tunnel) closes when let go. */
+		if (nd->refs == 0)
+			ssh_conn_stop(nd->conn);
+		nd->refs++;
+		v[k++] = nd;
+	}
+	pthread_mutex_unlock(&r->lock);
+	for (size_t i = 0; i < k; i++)
+		remote_put(v[i]);
+	free(v);
+}
+
 /* --- commands on a node --- */
 
 /* The marker that finds a node's processes, or one command's. */

@@ -49,6 +49,11 @@ int remote_cleanup(struct remote *r, const struct provider_node *node,
 /* The node is gone or moved: its connection closes once unused, and the
  * next use connects afresh. */
 void remote_forget(struct remote *r, const char *handle, int rank);
+/* remote_forget of every node, their connections told to close all at
+ * once before each is waited for: one wake and wait after the other took
+ * a scheduling round each. */
+void remote_forget_all(struct remote *r, const struct provider_node *nodes,
+		       size_t n);
 /* Run a command in the node's working directory (provider run op). */
 int remote_run(struct remote *r, const struct provider_node *node,
 	       struct provider_run *run, char *err, size_t errlen);

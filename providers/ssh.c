@@ -1499,7 +1499,7 @@ struct ssh_conn *ssh_conn_new(const struct ssh_params *p, struct ssh_conn *via,
 	return c;
 }
 
-void ssh_conn_free(struct ssh_conn *c)
+void ssh_conn_stop(struct ssh_conn *c)
 {
 	uint64_t one = 1;
 
@@ -1514,6 +1514,13 @@ void ssh_conn_free(struct ssh_conn *c)
 	if (write(c->wake, &one, sizeof(one)) < 0) {
 		/* awake anyway */
 	}
+}
+
+void ssh_conn_free(struct ssh_conn *c)
+{
+	if (!c)
+		return;
+	ssh_conn_stop(c);
 	pthread_join(c->thread, NULL);
 	/* Requests queued after the thread's last look fail too. */
 	ssh_take_pending(c);

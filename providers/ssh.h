@@ -37,6 +37,10 @@ struct ssh_conn *ssh_conn_new(const struct ssh_params *p, struct ssh_conn *via,
 			      void (*changed)(void *ctx), void *ctx);
 /* Close the session and stop the thread. */
 void ssh_conn_free(struct ssh_conn *c);
+/* Tell the thread to close the session and end, without waiting for it:
+ * many connections told first end side by side, and ssh_conn_free of each
+ * then finds its thread ended or ending. Every request fails. */
+void ssh_conn_stop(struct ssh_conn *c);
 
 /* The host key the connection verified, as a known_hosts key ("TYPE
  * BASE64"); 0, or -1 when it never connected (or buf is short). */

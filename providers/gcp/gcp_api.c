@@ -24,6 +24,11 @@
 #define GCP_API_ANSWER_MAX (16 << 20)
 /* Items asked for per page of a list. */
 #define GCP_API_PAGE 500
+/* Idle connections the share keeps. libcurl's default is 4 per transfer of
+ * the multi, counted as they end: a batch of 64 calls closed most of its
+ * connections as it drained, and the next batch opened them again (a TCP
+ * handshake, and with TLS a new session, for each node of an interrupt). */
+#define GCP_API_CONNS_KEPT 256L
 
 struct gcp_api {
 	struct gcp_auth *auth;
@@ -499,6 +504,7 @@ int gcp_api_do(struct gcp_api *a, struct gcp_call *calls, size_t n,
 			curl_multi_cleanup(multi);
 		return n ? -ENOMEM : 0;
 	}
+	curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, GCP_API_CONNS_KEPT);
 	for (size_t i = 0; i < n; i++) {
 		fl[i].call = &calls[i];
 		calls[i].rc = -EIO;

@@ -623,8 +623,7 @@ static void *gcp_forget_run(void *arg)
 {
 	const struct gcp_forget *f = arg;
 
-	for (size_t i = 0; i < f->n; i++)
-		remote_forget(f->r, f->nodes[i].handle, f->nodes[i].rank);
+	remote_forget_all(f->r, f->nodes, f->n);
 	return NULL;
 }
 

@@ -149,11 +149,12 @@ const char *gcp_user(const struct gcp_provider *gp,
 		     const struct provider_node *pn);
 
 /* The SSH sessions of nodes that are stopped or deleted, closed by a
- * thread of their own while the calls go. Closing one wakes its thread and
- * waits for it to end: for 64 nodes one after the other, 0.4 to 0.8 s
- * before the first stop was sent on a machine where the daemon got a small
- * share of the CPU (about 50 ms of CPU in all); alongside, it overlaps with
- * the calls' round trips. gcp_forget_end waits until all are closed (before
+ * thread of their own while the calls go. Closing one ends its thread: for
+ * 64 nodes, woken and waited for one after the other, 0.4 to 0.8 s before
+ * the first stop was sent on a machine where the daemon got a small share
+ * of the CPU (about 50 ms of CPU in all); alongside, it overlaps with the
+ * calls' round trips, and all are told to close before any is waited for
+ * (remote_forget_all). gcp_forget_end waits until all are closed (before
  * the nodes are reached again, or the batch is returned). Without a thread
  * gcp_forget_begin closes them itself. */
 struct gcp_forget {

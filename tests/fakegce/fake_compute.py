@@ -101,6 +101,7 @@ import datetime
 import fnmatch
 import json
 import os
+import queue
 import random
 import re
 import select
@@ -115,6 +116,7 @@ import zlib
 TESTHOSTS_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', 'sshd', 'testhosts.bash')
 MAX_CONCURRENT_LAUNCHES = 8
+DOWN_WORKERS = 8  # threads that kill the sshds of stopped and deleted instances
 WAIT_S = 2.0  # operations.wait returns after this at the latest
 
 DEFAULT_REGIONS = {
@@ -621,6 +623,7 @@ class ComputeAPI:
         self.instances = {}          # (zone, name) -> Instance (also while deleting)
         self.order = []              # Instances in launch order (the state's list)
         self.ops = {}                # name -> Operation
+        self.open_ops = []           # the Operations not DONE yet (advance looks at these)
         self.request_ids = {}        # requestId -> operation name
         self.launches = {}           # requestId -> instances launched
         self.firewalls = {}          # name -> dict
@@ -632,7 +635,17 @@ class ComputeAPI:
         self.closing = False
         self.up_sem = threading.Semaphore(MAX_CONCURRENT_LAUNCHES)
         self.threads = []
+        self.prune_at = 64           # len(threads) at which the ended ones are dropped
         self.hosts = HostPool(os.path.join(self.dir, 'testhosts'), net, first)
+        # A stop, delete or preemption hands its sshd's kill to these threads, kept for
+        # it: a thread started per call made the call wait until the new thread had
+        # run, long when 64 calls at once are served by one interpreter.
+        self.down_queue = queue.SimpleQueue()
+        self.down_workers = [threading.Thread(target=self.down_worker, daemon=True,
+                                              name='fake_compute down')
+                             for _ in range(DOWN_WORKERS)]
+        for t in self.down_workers:
+            t.start()
 
     # ------------------------------------------------------------ links
 
@@ -662,7 +675,12 @@ class ComputeAPI:
                 sys.stderr.write('fake_compute: %s: %r\n' % (fn.__name__, e))
         t = threading.Thread(target=body, daemon=True, name='fake_compute ' + fn.__name__)
         with self.lock:
-            self.threads = [x for x in self.threads if x.is_alive()] + [t]
+            # Pruned when it has doubled, not at each job: 64 stops at once each went
+            # through every thread of the others under the lock.
+            if len(self.threads) >= self.prune_at:
+                self.threads = [x for x in self.threads if x.is_alive()]
+                self.prune_at = max(64, 2 * len(self.threads))
+            self.threads.append(t)
         t.start()
 
     def up_job(self, inst, gen):
@@ -697,6 +715,21 @@ class ComputeAPI:
         with self.lock:
             inst.down, inst.sshd_pid = True, None
 
+    def down_worker(self):
+        """Run the down jobs queued, until a None."""
+        while True:
+            job = self.down_queue.get()
+            if job is None:
+                return
+            try:
+                self.down_job(*job)
+            except Exception as e:  # a job that fails must not take the server down
+                sys.stderr.write('fake_compute: down_job: %r\n' % e)
+
+    def down_later(self, inst, retire):
+        """down_job(INST, RETIRE) on a down worker; returns at once."""
+        self.down_queue.put((inst, retire))
+
     def down_job(self, inst, retire):
         """Stop, preemption or delete: the sshd killed; with RETIRE the host directory
         moved out of the way and the slots given back."""
@@ -720,8 +753,10 @@ class ComputeAPI:
         with self.lock:
             self.closing = True
             threads = list(self.threads)
+        for _ in self.down_workers:
+            self.down_queue.put(None)  # after the jobs queued: they are done first
         limit = time.monotonic() + 60
-        for t in threads:
+        for t in threads + self.down_workers:
             t.join(max(0.1, limit - time.monotonic()))
         self.hosts.stop_all()
 
@@ -748,7 +783,10 @@ class ComputeAPI:
                     inst.status, inst.since, inst.polls = 'TERMINATED', now, 0
                     inst.last_stop = rfc3339()
                 inst.settle_at = inst.settle_to = None
-        for op in self.ops.values():
+        # Only the open ones: a call went through every operation ever made, under
+        # the lock every call takes.
+        ops, self.open_ops = self.open_ops, []
+        for op in ops:
             if op.status == 'DONE':
                 continue
             if now >= op.done_at and (op.cond is None or op.cond()):
@@ -757,9 +795,11 @@ class ComputeAPI:
                 op.status = 'DONE'
                 op.started = op.started or op.inserted
                 op.ended = rfc3339()
-            elif op.status == 'PENDING':
+                continue
+            if op.status == 'PENDING':
                 op.status = 'RUNNING'
                 op.started = rfc3339()
+            self.open_ops.append(op)
 
     def remove(self, inst):
         inst.gone = True
@@ -1124,6 +1164,7 @@ class ComputeAPI:
         op = Operation(scope, op_type, target_link, target_id, time.monotonic() + delay,
                        cond, on_done)
         self.ops[op.name] = op
+        self.open_ops.append(op)
         if request_id:
             self.request_ids[request_id] = op.name
         return op
@@ -1303,7 +1344,7 @@ class ComputeAPI:
     def instance_change(self, q, zone, name, kind, change):
         """stop, start, delete: a requestId seen before answers its operation; else
         CHANGE(inst) (lock held) makes the changes and returns (cond of the operation,
-        (job, args) to run after or None)."""
+        (function, args...) to call after, without the lock, or None)."""
         with self.lock:
             again = self.repeated(q)
             if again:
@@ -1315,7 +1356,7 @@ class ComputeAPI:
                              cond=cond, request_id=q.get('requestId'))
             answer = self.op_json(op)
         if job:
-            self.run_job(*job)
+            job[0](*job[1:])
         return 200, answer
 
     def instance_stop(self, q, data, zone, name):
@@ -1323,7 +1364,7 @@ class ComputeAPI:
             job = None
             if inst.status in ('PROVISIONING', 'STAGING', 'RUNNING', 'REPAIRING'):
                 self.settle(inst, 'TERMINATED', self.settings['op_ms'] / 2000.0)
-                job = (self.down_job, inst, False)
+                job = (self.down_later, inst, False)
             return (lambda: inst.status == 'TERMINATED' or inst.gone), job
         return self.instance_change(q, zone, name, 'stop', change)
 
@@ -1340,13 +1381,13 @@ class ComputeAPI:
             inst.status_message, inst.preempted, inst.ready = None, False, False
             inst.last_start = rfc3339()
             inst.generation += 1
-            return None, (self.up_job, inst, inst.generation)
+            return None, (self.run_job, self.up_job, inst, inst.generation)
         return self.instance_change(q, zone, name, 'start', change)
 
     def instance_delete(self, q, data, zone, name):
         def change(inst):
             self.settle(inst, 'DELETED', self.settings['op_ms'] / 2000.0)
-            return (lambda: inst.gone), (self.down_job, inst, True)
+            return (lambda: inst.gone), (self.down_later, inst, True)
         return self.instance_change(q, zone, name, 'delete', change)
 
     def guest_attributes(self, q, data, zone, name):
@@ -1638,7 +1679,7 @@ class ComputeAPI:
                 op.status_message = 'Instance was preempted.'
                 op.user = 'system'
         for inst in victims:
-            self.run_job(self.down_job, inst, action_delete(inst))
+            self.down_later(inst, action_delete(inst))
         return 200, {'preempted': [i.name for i in victims]}
 
     @staticmethod

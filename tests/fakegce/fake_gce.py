@@ -352,7 +352,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def answer(self, path, status, payload, ctype='application/json; charset=UTF-8'):
         if not isinstance(payload, bytes):
-            payload = (json.dumps(payload, indent=1) + '\n').encode('utf-8')
+            # Without indent: json's C encoder. With one, json.dumps takes its pure
+            # Python path, most of the fake's CPU for a list of 64 instances.
+            payload = (json.dumps(payload) + '\n').encode('utf-8')
         try:
             self.send_response(status)
             self.send_header('Content-Type', ctype)
