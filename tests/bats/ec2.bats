@@ -721,15 +721,16 @@ sg_name() {
 }
 
 @test "security group: the daemon killed after CreateSecurityGroup made it, before its answer, leaves nothing after the next mount's terminate" {
-	ec2_setup 'request_timeout = "10"'
+	ec2_setup 'request_timeout = "30"'
 	ec2_mount
 	contract c 1
 	# The first look at the state builds the fake's catalog (seconds): not
 	# while the answer below is late.
 	[ "$(fake_sg_count)" = 0 ]
 	# The group is made (after its dry run), its answer late: the daemon
-	# dies without its id.
-	fake_post /_fake/faults '[{"action": "CreateSecurityGroup", "skip": 1, "delay_ms": 5000, "delay_after": true}]'
+	# dies without its id. Late by 15 s: on a loaded machine the looks
+	# below (a python each) take seconds.
+	fake_post /_fake/faults '[{"action": "CreateSecurityGroup", "skip": 1, "delay_ms": 15000, "delay_after": true}]'
 	echo s4 >contracts/c/deploy
 	for _ in $(seq 1 200); do
 		[ "$(fake_sg_count)" = 1 ] && break
