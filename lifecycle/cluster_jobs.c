@@ -352,6 +352,33 @@ static int cluster_job_step(struct model *m, const char *handle,
 	return rc ? -1 : 1;
 }
 
+/* The end of a job that made nodes (a deploy, a resize): every node
+ * prepared (hostfile, SSH and MPI keys). The cluster, still `during`,
+ * when the job may go on to running; NULL when it is gone, moved on,
+ * cancelled, or failed here ("WHAT failed: preparing the nodes: ..."). */
+static struct cluster *cluster_job_ready(struct model *m, const char *handle,
+					 enum cluster_state during,
+					 const char *what,
+					 struct cancel *cancel)
+{
+	char err[MODEL_ERR_MAX], why[MODEL_ERR_MAX + 32];
+	struct cluster *c = cluster_find(m, handle);
+	int rc;
+
+	if (!c || c->state != during)
+		return NULL;
+	rc = cluster_prepare(m, c, cancel, err, sizeof(err));
+	c = cluster_find(m, handle);
+	if (!c || c->state != during || rc == -ECANCELED)
+		return NULL;
+	if (rc) {
+		snprintf(why, sizeof(why), "preparing the nodes: %s", err);
+		cluster_job_failed(m, c, what, why);
+		return NULL;
+	}
+	return c;
+}
+
 /* Create the nodes not created yet, a step at a time; then prepare them. */
 static void cluster_job_deploy(struct model *m, struct cluster *c,
 			       struct cancel *cancel)
@@ -381,20 +408,8 @@ static void cluster_job_deploy(struct model *m, struct cluster *c,
 		if (rc == 0)
 			break;
 	}
-	rc = cluster_prepare(m, c, cancel, err, sizeof(err));
-	c = cluster_find(m, handle);
-	if (!c || c->state != CLUSTER_DEPLOYING)
-		return;
-	if (rc == -ECANCELED)
-		return;
-	if (rc) {
-		char why[MODEL_ERR_MAX + 32];
-
-		snprintf(why, sizeof(why), "preparing the nodes: %s", err);
-		cluster_job_failed(m, c, "deploy", why);
-		return;
-	}
-	{
+	c = cluster_job_ready(m, handle, CLUSTER_DEPLOYING, "deploy", cancel);
+	if (c) {
 		char note[64];
 
 		snprintf(note, sizeof(note), "deployed %zu nodes", c->nnodes);
@@ -534,20 +549,9 @@ static void cluster_job_resize(struct model *m, struct cluster *c,
 			return;
 		cluster_notify(m, c, "state");
 	}
-	c = cluster_find(m, handle);
-	if (!c || c->state != CLUSTER_RESIZING)
+	c = cluster_job_ready(m, handle, CLUSTER_RESIZING, "resizing", cancel);
+	if (!c)
 		return;
-	rc = cluster_prepare(m, c, cancel, err, sizeof(err));
-	c = cluster_find(m, handle);
-	if (!c || c->state != CLUSTER_RESIZING || rc == -ECANCELED)
-		return;
-	if (rc) {
-		char why[MODEL_ERR_MAX + 32];
-
-		snprintf(why, sizeof(why), "preparing the nodes: %s", err);
-		cluster_job_failed(m, c, "resizing", why);
-		return;
-	}
 	c->price = cluster_cost_price(c); /* stored with the state below */
 	snprintf(note, sizeof(note), "resized: %d %s", c->node_count,
 		 strcmp(c->cluster_type, "ManagerWorkers") == 0 ? "workers"
