@@ -124,13 +124,27 @@ static struct model_files *fs_files(const struct fspath *p, int *err)
 		err_;                                                          \
 	})
 
+/* The I/O size that cp and others take from st_blksize: one FUSE request
+ * of the largest size the kernel sends (max_write, 1 MiB), not the disk's
+ * 4 KiB, which makes cp read and write 128 KiB at a time, each a round
+ * trip through the daemon. */
+#define FS_FILES_BLKSIZE (1 << 20)
+
+static int fs_files_blksize(int rc, struct stat *st)
+{
+	if (rc == 0 && S_ISREG(st->st_mode))
+		st->st_blksize = FS_FILES_BLKSIZE;
+	return rc;
+}
+
 /* Owners and modes under files/ are the provider's: a local node's as they
  * are on disk (so that, with allow_other, the kernel lets another user do
  * there what the disk beneath allows), a remote node's as the mounting
  * user's. */
 static int fs_files_stat(const struct fspath *p, struct stat *st)
 {
-	return FS_FILES(p, model_files_getattr(f, p->rel, st));
+	return fs_files_blksize(FS_FILES(p, model_files_getattr(f, p->rel, st)),
+				st);
 }
 
 static bool fs_writable(const struct fspath *p)
@@ -450,7 +464,8 @@ static int fs_getattr_path(const char *path, struct stat *st,
 
 		if (!h->files)
 			return fs_stat_path(&h->path, st);
-		rc = model_files_fgetattr(h->files, h->pfh, st);
+		rc = fs_files_blksize(
+			model_files_fgetattr(h->files, h->pfh, st), st);
 		if (rc == 0 && path)
 			inval_note(fs_ctx()->inval, path, S_ISDIR(st->st_mode));
 		return rc;
@@ -1428,14 +1443,17 @@ static int fs_files_changed_all(const struct fspath *p)
 static int fs_flush(const char *path, struct fuse_file_info *fi)
 {
 	struct fshandle *h = (struct fshandle *)(uintptr_t)fi->fh;
-	struct stat st;
 
 	(void)path;
-	if (h && h->files && h->wrote &&
-	    model_files_fgetattr(h->files, h->pfh, &st) == 0 &&
-	    st.st_nlink > 1) {
-		h->wrote = false;
-		return fs_files_changed_all(&h->path);
+	if (h && h->files) {
+		/* close(2) reports what write-behind could not */
+		int rc = model_files_flush(h->files, h->pfh);
+
+		if (h->wrote && model_files_shared(h->files, h->pfh) > 0) {
+			h->wrote = false;
+			fs_files_changed_all(&h->path);
+		}
+		return rc;
 	}
 	/* A command written without a final newline runs at the close. */
 	if (h && h->len && !h->refused &&

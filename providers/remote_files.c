@@ -40,6 +40,7 @@ struct remote_file {
 	struct remote_node *nd;
 	struct ssh_file *f;
 	char *path;		    /* as opened: the key of its locks */
+	char *rel;		    /* in files/: the key of remote_linked */
 	struct remote_locks *locks; /* once it locked */
 	int flock_fd;		    /* its flock, on an OFD of locks->memfd */
 };
@@ -295,7 +296,8 @@ static int remote_files_open(struct provider *p,
 	hf->flock_fd = -1;
 	rc = remote_path(node, path, full, sizeof(full));
 	hf->path = rc ? NULL : strdup(full);
-	if (!rc && !hf->path)
+	hf->rel = rc ? NULL : strdup(path);
+	if (!rc && (!hf->path || !hf->rel))
 		rc = -ENOMEM;
 	hf->nd = rc ? NULL : remote_get(p->remote, node, e, sizeof(e));
 	if (!rc && !hf->nd)
@@ -307,6 +309,7 @@ static int remote_files_open(struct provider *p,
 		if (hf->nd)
 			remote_put(hf->nd);
 		free(hf->path);
+		free(hf->rel);
 		free(hf);
 		return rc;
 	}
@@ -337,6 +340,21 @@ static int remote_files_fsync(struct provider *p, uint64_t fh)
 {
 	(void)p;
 	return ssh_sftp_fsync(remote_fh(fh)->f);
+}
+
+static int remote_files_flush(struct provider *p, uint64_t fh)
+{
+	(void)p;
+	return ssh_sftp_flush(remote_fh(fh)->f);
+}
+
+/* SFTP's fstat has no link count: the names known to share the file. */
+static int remote_files_shared(struct provider *p, uint64_t fh)
+{
+	struct remote_file *hf = remote_fh(fh);
+
+	(void)p;
+	return remote_linked_has(hf->nd, hf->rel);
 }
 
 static int remote_files_fgetattr(struct provider *p, uint64_t fh,
@@ -404,6 +422,7 @@ static int remote_files_close(struct provider *p, uint64_t fh)
 	remote_locks_leave(hf);
 	remote_put(hf->nd);
 	free(hf->path);
+	free(hf->rel);
 	free(hf);
 	return rc;
 }
@@ -713,6 +732,8 @@ const struct provider_file_ops remote_file_ops = {
 	.read = remote_files_read,
 	.write = remote_files_write,
 	.fsync = remote_files_fsync,
+	.flush = remote_files_flush,
+	.shared = remote_files_shared,
 	.fgetattr = remote_files_fgetattr,
 	.ftruncate = remote_files_ftruncate,
 	.close = remote_files_close,

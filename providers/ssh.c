@@ -906,6 +906,15 @@ int ssh_submit(struct ssh_conn *c, struct ssh_req *r)
 	return 0;
 }
 
+void ssh_wake(struct ssh_conn *c)
+{
+	uint64_t one = 1;
+
+	if (write(c->wake, &one, sizeof(one)) < 0) {
+		/* The counter is saturated: the thread is awake anyway. */
+	}
+}
+
 int ssh_wait(struct ssh_conn *c, struct ssh_req *r, int (*cancelled)(void *),
 	     void *ctx)
 {

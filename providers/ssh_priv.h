@@ -47,6 +47,9 @@ const char *ssh_conn_name(const struct ssh_conn *c);
 
 /* Queue a request, and wait for it (polling `cancelled` every 20 ms). */
 int ssh_submit(struct ssh_conn *c, struct ssh_req *r);
+/* Step the requests again: one of them has news that is not the
+ * socket's (a writer was given bytes, or asked to stop). */
+void ssh_wake(struct ssh_conn *c);
 int ssh_wait(struct ssh_conn *c, struct ssh_req *r, int (*cancelled)(void *),
 	     void *ctx);
 

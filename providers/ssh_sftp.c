@@ -18,13 +18,7 @@
 #define RENAME_NOREPLACE (1 << 0)
 #endif
 
-struct ssh_file {
-	struct ssh_conn *c;
-	LIBSSH2_SFTP_HANDLE *h;
-	unsigned gen;
-	/* One request at a time on a handle: its offset is libssh2's. */
-	pthread_mutex_t lock;
-};
+struct ssh_file;
 
 enum sftp_op {
 	SFTP_STAT,
@@ -32,6 +26,7 @@ enum sftp_op {
 	SFTP_OPEN,
 	SFTP_READ,
 	SFTP_WRITE,
+	SFTP_WRITE_BEHIND,
 	SFTP_FSYNC,
 	SFTP_FSTAT,
 	SFTP_FSETSTAT,
@@ -122,6 +117,47 @@ struct sftp_req {
 	LIBSSH2_SFTP_STATVFS vfs;
 	const char *ext; /* SFTP_EXT: the extension's name */
 	unsigned held;	 /* the slots it holds (bits) */
+};
+
+/* Write-behind: a write is answered once its bytes are in the handle's
+ * buffer, and a request of the connection's thread (the writer) hands
+ * them to libssh2, which keeps many SFTP writes in flight, until a call
+ * that needs them on the node drains it (flush, fsync, fstat, read, close,
+ * a write elsewhere in the file, an extension sent on the other channel).
+ * A write the node refuses is reported by every later write, flush, fsync
+ * and close of the handle. Under sftp_wb_mu. */
+#define SFTP_WB_MAX ((size_t)8 << 20) /* then a write waits for acks */
+static pthread_mutex_t sftp_wb_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sftp_wb_cv = PTHREAD_COND_INITIALIZER;
+static struct ssh_file *sftp_wb_files; /* with bytes not yet acked */
+
+/* Reads that the kernel's parallel read-ahead sends out of order would
+ * each seek, which drops libssh2's read-ahead: the bytes skipped over by
+ * a read ahead of an earlier one are kept for it instead. */
+#define SFTP_SKIP_MAX ((size_t)8 << 20)
+
+struct ssh_file {
+	struct ssh_conn *c;
+	LIBSSH2_SFTP_HANDLE *h;
+	unsigned gen;
+	/* One request at a time on a handle: its offset is libssh2's. */
+	pthread_mutex_t lock;
+	/* Write-behind: bytes [w_off, w_off + w_len) of the file at w_buf +
+	 * w_head, not yet acked; w_in and w_acked count bytes ever buffered
+	 * and acked (or dropped by an error). */
+	struct ssh_file *w_next;
+	bool w_listed, w_busy, w_stop;
+	char *w_buf;
+	size_t w_head, w_len, w_cap;
+	off_t w_off;
+	uint64_t w_in, w_acked;
+	int w_err;
+	struct sftp_req w_req;
+	/* Bytes [s_off, s_off + s_len) skipped by a read ahead of its turn;
+	 * where the handle's reads stand (-1: unknown). */
+	char *s_buf;
+	size_t s_len;
+	off_t s_off, r_at;
 };
 
 void ssh_sftp_state_free(struct ssh_sftp_state *st)
@@ -230,6 +266,14 @@ static void sftp_lost(struct ssh_req *r)
 
 	q->h = NULL; /* freed with the session */
 	q->held = 0; /* so were the slots */
+	if (q->op == SFTP_WRITE_BEHIND) {
+		pthread_mutex_lock(&sftp_wb_mu);
+		q->f->w_err = -EIO;
+		q->f->w_acked = q->f->w_in;
+		q->f->w_len = 0;
+		pthread_cond_broadcast(&sftp_wb_cv);
+		pthread_mutex_unlock(&sftp_wb_mu);
+	}
 }
 
 /* The link count in OpenSSH's `ls -l` form of an entry ("-rw-r--r--  2
@@ -328,6 +372,57 @@ static int sftp_transfer(struct ssh_conn *c, struct sftp_req *q,
 		q->done += (size_t)n;
 	}
 	return 0;
+}
+
+/* The writer of q->f (see SFTP_WB_MAX): hands libssh2 the buffered bytes
+ * again and again (it sends what it has not sent yet and answers how many
+ * more were acked), until a drain asks it to stop with nothing left. */
+static int sftp_write_behind(struct ssh_conn *c, struct sftp_req *q,
+			     LIBSSH2_SFTP *sftp)
+{
+	struct ssh_file *f = q->f;
+	int rc = -EAGAIN;
+	bool idle;
+
+	pthread_mutex_lock(&sftp_wb_mu);
+	if (q->sub == 0 && f->w_len) {
+		if (libssh2_sftp_tell64(f->h) != (libssh2_uint64_t)f->w_off)
+			libssh2_sftp_seek64(f->h, (libssh2_uint64_t)f->w_off);
+		q->sub = 1;
+	}
+	while (f->w_len) {
+		ssize_t n = libssh2_sftp_write(f->h, f->w_buf + f->w_head,
+					       f->w_len);
+
+		if (n == LIBSSH2_ERROR_EAGAIN || n == 0)
+			break;
+		if (n < 0) {
+			rc = sftp_fail(c, q, sftp, "writing", (long)n);
+			f->w_err = rc;
+			f->w_acked = f->w_in;
+			f->w_len = 0;
+			break;
+		}
+		q->r.progress = true;
+		f->w_head += (size_t)n;
+		f->w_len -= (size_t)n;
+		f->w_off += (off_t)n;
+		f->w_acked += (uint64_t)n;
+	}
+	if (f->w_len == 0) {
+		f->w_head = 0;
+		q->sub = 0; /* the next bytes may start elsewhere */
+		if (f->w_stop && rc == -EAGAIN)
+			rc = 0;
+	}
+	if (q->r.progress || rc != -EAGAIN)
+		pthread_cond_broadcast(&sftp_wb_cv);
+	idle = f->w_len == 0;
+	pthread_mutex_unlock(&sftp_wb_mu);
+	/* Idle, it lets other files' writes have libssh2's one write. */
+	if (rc == -EAGAIN && idle)
+		sftp_release(c, q);
+	return rc;
 }
 
 static void put_u32(unsigned char *p, uint32_t v)
@@ -588,6 +683,7 @@ static enum sftp_slot sftp_slot_of(enum sftp_op op)
 	case SFTP_READ:
 		return SLOT_READ;
 	case SFTP_WRITE:
+	case SFTP_WRITE_BEHIND:
 		return SLOT_WRITE;
 	case SFTP_FSYNC:
 		return SLOT_FSYNC;
@@ -618,9 +714,9 @@ static enum sftp_slot sftp_slot_of(enum sftp_op op)
 
 static bool sftp_on_file(enum sftp_op op)
 {
-	return op == SFTP_READ || op == SFTP_WRITE || op == SFTP_FSYNC ||
-	       op == SFTP_FSTAT || op == SFTP_FSETSTAT || op == SFTP_CLOSE ||
-	       op == SFTP_FSTATVFS;
+	return op == SFTP_READ || op == SFTP_WRITE || op == SFTP_WRITE_BEHIND ||
+	       op == SFTP_FSYNC || op == SFTP_FSTAT || op == SFTP_FSETSTAT ||
+	       op == SFTP_CLOSE || op == SFTP_FSTATVFS;
 }
 
 static int sftp_do(struct ssh_conn *c, struct sftp_req *q, LIBSSH2_SFTP *sftp)
@@ -643,6 +739,8 @@ static int sftp_do(struct ssh_conn *c, struct sftp_req *q, LIBSSH2_SFTP *sftp)
 	case SFTP_READ:
 	case SFTP_WRITE:
 		return sftp_transfer(c, q, sftp);
+	case SFTP_WRITE_BEHIND:
+		return sftp_write_behind(c, q, sftp);
 	case SFTP_FSYNC:
 		rc = libssh2_sftp_fsync(q->f->h);
 		return rc ? sftp_fail(c, q, sftp, "syncing", rc) : 0;
@@ -727,9 +825,16 @@ static int sftp_step(struct ssh_conn *c, struct ssh_req *r)
 	return rc;
 }
 
+static void sftp_wb_settle(struct ssh_conn *c);
+
 static int sftp_run(struct ssh_conn *c, struct sftp_req *q)
 {
 	int rc;
+
+	/* The other channel's requests are not ordered after this one's
+	 * writes: the writes in flight land first (a time set after them). */
+	if (q->op == SFTP_EXT || q->op == SFTP_SYMLINK)
+		sftp_wb_settle(c);
 
 	q->r.step = sftp_step;
 	q->r.lost = sftp_lost;
@@ -745,13 +850,74 @@ static int sftp_run(struct ssh_conn *c, struct sftp_req *q)
 	return rc;
 }
 
-/* A request on an open file (kernel read-ahead reads in parallel). */
+static int sftp_explain_file(struct ssh_file *f, bool grows, int rc);
+
+/* Stop the writer of f once every byte buffered is acked (f->lock held):
+ * 0, or the error of a write the node refused. */
+static int sftp_wb_drain(struct ssh_file *f)
+{
+	int rc = 0;
+
+	if (f->w_busy) {
+		pthread_mutex_lock(&sftp_wb_mu);
+		f->w_stop = true;
+		pthread_mutex_unlock(&sftp_wb_mu);
+		ssh_wake(f->c); /* an idle writer waits for the socket */
+		rc = ssh_wait(f->c, &f->w_req.r, NULL, NULL);
+	}
+	if (f->w_busy && rc == -EIO && f->w_req.status == LIBSSH2_FX_FAILURE) {
+		f->w_req.status = 0; /* explained once */
+		rc = sftp_explain_file(f, true, rc);
+		pthread_mutex_lock(&sftp_wb_mu);
+		f->w_err = rc;
+		pthread_mutex_unlock(&sftp_wb_mu);
+	}
+	pthread_mutex_lock(&sftp_wb_mu);
+	if (f->w_busy && rc && !f->w_err)
+		f->w_err = rc == -ECONNRESET || rc == -ESHUTDOWN ? -EIO : rc;
+	f->w_busy = false;
+	if (f->w_listed) {
+		struct ssh_file **pp = &sftp_wb_files;
+
+		while (*pp != f)
+			pp = &(*pp)->w_next;
+		*pp = f->w_next;
+		f->w_listed = false;
+	}
+	rc = f->w_err;
+	pthread_mutex_unlock(&sftp_wb_mu);
+	return rc;
+}
+
+/* Wait until every byte the files of c buffered is acked (a writer keeps
+ * going until its bytes are). */
+static void sftp_wb_settle(struct ssh_conn *c)
+{
+	pthread_mutex_lock(&sftp_wb_mu);
+	for (;;) {
+		const struct ssh_file *f = sftp_wb_files;
+
+		while (f && (f->c != c || !f->w_busy || f->w_acked >= f->w_in))
+			f = f->w_next;
+		if (!f)
+			break;
+		pthread_cond_wait(&sftp_wb_cv, &sftp_wb_mu);
+	}
+	pthread_mutex_unlock(&sftp_wb_mu);
+}
+
+/* A request on an open file (kernel read-ahead reads in parallel), after
+ * the file's own writes. */
 static int sftp_run_file(struct sftp_req *q)
 {
 	int rc;
 
 	pthread_mutex_lock(&q->f->lock);
-	rc = sftp_run(q->f->c, q);
+	if (q->op == SFTP_FSETSTAT)
+		q->f->s_len = 0; /* a new size or mode: read again */
+	rc = sftp_wb_drain(q->f);
+	if (rc == 0)
+		rc = sftp_run(q->f->c, q);
 	pthread_mutex_unlock(&q->f->lock);
 	return rc;
 }
@@ -853,7 +1019,8 @@ static int sftp_explain_file(struct ssh_file *f, bool grows, int rc)
 	struct sftp_req q = {.op = SFTP_FSTATVFS, .f = f};
 	struct statvfs v;
 
-	if (sftp_run_file(&q) != 0)
+	/* f->lock held: after the file's writes */
+	if (sftp_run(f->c, &q) != 0)
 		return rc;
 	sftp_to_statvfs(&q.vfs, &v);
 	if (v.f_flag & ST_RDONLY)
@@ -921,6 +1088,7 @@ int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 	}
 	(*out)->c = c;
 	(*out)->h = q.h;
+	(*out)->r_at = -1;
 	pthread_mutex_init(&(*out)->lock, NULL);
 	if ((flags & O_CREAT) && (mode & SFTP_UMASKED)) {
 		/* The caller's umask is applied already; not the server's
@@ -936,27 +1104,153 @@ int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 	return 0;
 }
 
-int ssh_sftp_read(struct ssh_file *f, char *buf, size_t size, off_t off)
+/* Read at off with f->lock held, from the bytes kept for it when they
+ * were skipped, else from the handle; a read ahead of the handle's offset
+ * within SFTP_SKIP_MAX keeps the bytes it skips over. */
+static int sftp_read_locked(struct ssh_file *f, char *buf, size_t size,
+			    off_t off)
 {
 	struct sftp_req q = {
 		.op = SFTP_READ, .f = f, .buf = buf, .size = size, .off = off};
-	int rc = sftp_run_file(&q);
+	off_t at = f->r_at;
+	size_t kept = 0;
+	int rc;
 
-	return rc ? rc : (int)q.done;
+	if (f->s_len && off >= f->s_off && off < f->s_off + (off_t)f->s_len) {
+		kept = f->s_off + (off_t)f->s_len - off;
+		if (kept > size)
+			kept = size;
+		memcpy(buf, f->s_buf + (off - f->s_off), kept);
+		if (kept == size || off + (off_t)kept != at)
+			return (int)kept;
+		q.buf += kept;
+		q.size -= kept;
+		q.off += (off_t)kept;
+	} else if (at >= 0 && off > at && (size_t)(off - at) <= SFTP_SKIP_MAX) {
+		struct sftp_req k = {.op = SFTP_READ, .f = f, .off = at};
+
+		if (!f->s_buf)
+			f->s_buf = malloc(SFTP_SKIP_MAX);
+		k.buf = f->s_buf;
+		k.size = f->s_buf ? (size_t)(off - at) : 0;
+		f->s_len = 0;
+		if (k.size) {
+			f->r_at = -1;
+			rc = sftp_run(f->c, &k);
+			if (rc)
+				return rc;
+			f->s_off = at;
+			f->s_len = k.done;
+		}
+	}
+	f->r_at = -1;
+	rc = sftp_run(f->c, &q);
+	if (rc == 0)
+		f->r_at = q.off + (off_t)q.done;
+	return rc ? rc : (int)(kept + q.done);
+}
+
+int ssh_sftp_read(struct ssh_file *f, char *buf, size_t size, off_t off)
+{
+	int rc;
+
+	pthread_mutex_lock(&f->lock);
+	rc = sftp_wb_drain(f);
+	if (rc == 0)
+		rc = sftp_read_locked(f, buf, size, off);
+	pthread_mutex_unlock(&f->lock);
+	return rc;
+}
+
+/* Put size bytes at off in f's buffer (f->lock held), the writer given
+ * them; 0, or -errno. */
+static int sftp_wb_put(struct ssh_file *f, const char *buf, size_t size,
+		       off_t off)
+{
+	pthread_mutex_lock(&sftp_wb_mu);
+	if (f->w_head + f->w_len + size > f->w_cap) {
+		size_t cap = f->w_cap ? f->w_cap : 65536;
+		char *nb;
+
+		if (f->w_head) { /* the acked bytes go */
+			memmove(f->w_buf, f->w_buf + f->w_head, f->w_len);
+			f->w_head = 0;
+		}
+		while (cap < f->w_len + size)
+			cap *= 2;
+		nb = cap > f->w_cap ? realloc(f->w_buf, cap) : f->w_buf;
+		if (!nb) {
+			pthread_mutex_unlock(&sftp_wb_mu);
+			return -ENOMEM;
+		}
+		f->w_buf = nb;
+		f->w_cap = cap > f->w_cap ? cap : f->w_cap;
+	}
+	if (f->w_len == 0)
+		f->w_off = off;
+	memcpy(f->w_buf + f->w_head + f->w_len, buf, size);
+	f->w_len += size;
+	f->w_in += size;
+	if (!f->w_listed) {
+		f->w_next = sftp_wb_files;
+		sftp_wb_files = f;
+		f->w_listed = true;
+	}
+	if (!f->w_busy) {
+		f->w_busy = true; /* before it is submitted: see settle */
+		f->w_stop = false;
+		pthread_mutex_unlock(&sftp_wb_mu);
+		f->w_req = (struct sftp_req){.op = SFTP_WRITE_BEHIND, .f = f};
+		f->w_req.r.step = sftp_step;
+		f->w_req.r.lost = sftp_lost;
+		if (ssh_submit(f->c, &f->w_req.r) == 0)
+			return 0;
+		pthread_mutex_lock(&sftp_wb_mu);
+		f->w_busy = false;
+		f->w_len = 0;
+		f->w_acked = f->w_in;
+		f->w_err = -EIO;
+		pthread_mutex_unlock(&sftp_wb_mu);
+		return -EIO;
+	}
+	/* Too much in flight: wait for acks, not for all of them. */
+	while (f->w_len > SFTP_WB_MAX && !f->w_err)
+		pthread_cond_wait(&sftp_wb_cv, &sftp_wb_mu);
+	pthread_mutex_unlock(&sftp_wb_mu);
+	ssh_wake(f->c);
+	return 0;
 }
 
 int ssh_sftp_write(struct ssh_file *f, const char *buf, size_t size, off_t off)
 {
-	struct sftp_req q = {.op = SFTP_WRITE,
-			     .f = f,
-			     .cbuf = buf,
-			     .size = size,
-			     .off = off};
-	int rc = sftp_run_file(&q);
+	int rc;
 
-	if (sftp_failure(&q, rc))
-		rc = sftp_explain_file(f, true, rc);
-	return rc ? rc : (int)q.done;
+	pthread_mutex_lock(&f->lock);
+	f->s_len = 0; /* the bytes kept for reads may change */
+	f->r_at = -1;
+	pthread_mutex_lock(&sftp_wb_mu);
+	rc = f->w_err;
+	/* elsewhere than where the last write ended: those first */
+	if (rc == 0 && f->w_busy && off != f->w_off + (off_t)f->w_len) {
+		pthread_mutex_unlock(&sftp_wb_mu);
+		rc = sftp_wb_drain(f);
+		pthread_mutex_lock(&sftp_wb_mu);
+	}
+	pthread_mutex_unlock(&sftp_wb_mu);
+	if (rc == 0)
+		rc = sftp_wb_put(f, buf, size, off);
+	pthread_mutex_unlock(&f->lock);
+	return rc ? rc : (int)size;
+}
+
+int ssh_sftp_flush(struct ssh_file *f)
+{
+	int rc;
+
+	pthread_mutex_lock(&f->lock);
+	rc = sftp_wb_drain(f);
+	pthread_mutex_unlock(&f->lock);
+	return rc;
 }
 
 int ssh_sftp_fsync(struct ssh_file *f)
@@ -1006,20 +1300,31 @@ int ssh_sftp_fsetsize(struct ssh_file *f, off_t size)
 	q.attrs.flags = LIBSSH2_SFTP_ATTR_SIZE;
 	q.attrs.filesize = (libssh2_uint64_t)size;
 	rc = sftp_run_file(&q);
-	if (sftp_failure(&q, rc) && ssh_sftp_fstat(f, &st) == 0)
-		rc = sftp_size_failed(rc, size, st.st_size,
-				      sftp_explain_file(f, false, rc));
+	if (sftp_failure(&q, rc) && ssh_sftp_fstat(f, &st) == 0) {
+		int why;
+
+		pthread_mutex_lock(&f->lock);
+		why = sftp_explain_file(f, false, rc);
+		pthread_mutex_unlock(&f->lock);
+		rc = sftp_size_failed(rc, size, st.st_size, why);
+	}
 	return rc;
 }
 
 int ssh_sftp_close(struct ssh_file *f)
 {
 	struct sftp_req q = {.op = SFTP_CLOSE, .f = f};
-	int rc = sftp_run_file(&q);
+	int rc, wrc;
 
+	pthread_mutex_lock(&f->lock);
+	wrc = sftp_wb_drain(f);
+	rc = sftp_run(f->c, &q);
+	pthread_mutex_unlock(&f->lock);
 	pthread_mutex_destroy(&f->lock);
+	free(f->w_buf);
+	free(f->s_buf);
 	free(f);
-	return rc;
+	return wrc ? wrc : rc;
 }
 
 /* SETSTAT; "permission denied" is `denied` (EPERM for what only the

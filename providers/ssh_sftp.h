@@ -28,7 +28,11 @@ int ssh_sftp_readdir(struct ssh_conn *c, const char *path,
 int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 		  struct ssh_file **out);
 int ssh_sftp_read(struct ssh_file *f, char *buf, size_t size, off_t off);
+/* Answered once the bytes are buffered (write-behind): a write the node
+ * refuses is the error of every later write, flush, fsync and close. */
 int ssh_sftp_write(struct ssh_file *f, const char *buf, size_t size, off_t off);
+/* Every write made so far on the node: 0, or the error of one. */
+int ssh_sftp_flush(struct ssh_file *f);
 int ssh_sftp_fsync(struct ssh_file *f);
 int ssh_sftp_fstat(struct ssh_file *f, struct stat *st);
 int ssh_sftp_fstatvfs(struct ssh_file *f, struct statvfs *st);
