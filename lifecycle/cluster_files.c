@@ -113,6 +113,11 @@ int model_files_flush(struct model_files *f, uint64_t fh)
 	return FILES_AS(f, f->ops->flush(f->p, fh));
 }
 
+int model_files_fd(struct model_files *f, uint64_t fh)
+{
+	return f->ops->fd ? f->ops->fd(f->p, fh) : -1;
+}
+
 int model_files_shared(struct model_files *f, uint64_t fh)
 {
 	struct stat st;

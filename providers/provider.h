@@ -222,6 +222,10 @@ struct provider_file_ops {
 	 * were answered before they reached the node (write-behind) are
 	 * there now; 0, or the error of one of them. */
 	int (*flush)(struct provider *p, uint64_t fh);
+	/* May be NULL. A descriptor of this machine for the open file fh,
+	 * which reads and writes through it may use instead (no copy through
+	 * the daemon's memory), or -1. */
+	int (*fd)(struct provider *p, uint64_t fh);
 	/* May be NULL (then fgetattr's link count tells). Whether the open
 	 * file has other names (hard links): 1, 0, or -errno. */
 	int (*shared)(struct provider *p, uint64_t fh);

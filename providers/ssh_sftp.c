@@ -117,6 +117,11 @@ struct sftp_req {
 	LIBSSH2_SFTP_STATVFS vfs;
 	const char *ext; /* SFTP_EXT: the extension's name */
 	unsigned held;	 /* the slots it holds (bits) */
+	/* lsetstat@openssh.com: an LSTAT sent right behind it, and its
+	 * answer (the file as the change left it, for the getattr that
+	 * follows each change) */
+	bool want_after, got_after;
+	LIBSSH2_SFTP_ATTRIBUTES after;
 };
 
 /* Write-behind: a write is answered once its bytes are in the handle's
@@ -158,7 +163,16 @@ struct ssh_file {
 	char *s_buf;
 	size_t s_len;
 	off_t s_off, r_at;
+	/* A file made by the open: its attributes, asked in the same flight
+	 * as the open, for the fstat that follows a create (once, soon). */
+	bool o_have;
+	int64_t o_ns;
+	struct stat o_st;
 };
+
+/* How long the attributes asked with a change stay the answer to the
+ * getattr that follows it: the kernel asks at once. */
+#define SFTP_AFTER_NS 100000000LL
 
 void ssh_sftp_state_free(struct ssh_sftp_state *st)
 {
@@ -611,6 +625,64 @@ static int ext_start(struct ssh_conn *c, struct sftp_req *q,
 	}
 }
 
+/* The two u32 at p + *off (n bytes in all) into x and y, *off past them;
+ * false when cut short. */
+static bool ext_get_two(const unsigned char *p, size_t n, size_t *off,
+			unsigned long *x, unsigned long *y)
+{
+	if (n < *off + 8)
+		return false;
+	*x = get_u32(p + *off);
+	*y = get_u32(p + *off + 4);
+	*off += 8;
+	return true;
+}
+
+/* SSH_FXP_ATTRS at p (n bytes) into a; false when cut short. */
+static bool ext_get_attrs(const unsigned char *p, size_t n,
+			  LIBSSH2_SFTP_ATTRIBUTES *a)
+{
+	unsigned long hi, lo;
+	size_t off = 4;
+
+	memset(a, 0, sizeof(*a));
+	if (n < 4)
+		return false;
+	a->flags = get_u32(p);
+	if (a->flags & LIBSSH2_SFTP_ATTR_SIZE) {
+		if (!ext_get_two(p, n, &off, &hi, &lo))
+			return false;
+		a->filesize = ((libssh2_uint64_t)hi << 32) | lo;
+	}
+	if ((a->flags & LIBSSH2_SFTP_ATTR_UIDGID) &&
+	    !ext_get_two(p, n, &off, &a->uid, &a->gid))
+		return false;
+	if (a->flags & LIBSSH2_SFTP_ATTR_PERMISSIONS) {
+		if (n < off + 4)
+			return false;
+		a->permissions = get_u32(p + off);
+		off += 4;
+	}
+	return !(a->flags & LIBSSH2_SFTP_ATTR_ACMODTIME) ||
+	       ext_get_two(p, n, &off, &a->atime, &a->mtime);
+}
+
+/* An SSH_FXP_LSTAT of path after the packet in st->out. */
+static bool ext_put_lstat(struct ssh_sftp_state *st, const char *path)
+{
+	size_t at = st->out_len;
+
+	if (at + 9 > sizeof(st->out))
+		return false;
+	st->out_len += 9;
+	st->out[at + 4] = 7; /* SSH_FXP_LSTAT */
+	put_u32(st->out + at + 5, ++st->id);
+	if (!ext_put_str(st, path))
+		return false;
+	put_u32(st->out + at, (uint32_t)(st->out_len - at - 4));
+	return true;
+}
+
 /* One SSH_FXP_EXTENDED q->ext with q->path and q->path2, or an
  * SSH_FXP_SYMLINK at q->path to q->path2, and its status. */
 static int sftp_ext_step(struct ssh_conn *c, struct sftp_req *q)
@@ -648,6 +720,9 @@ static int sftp_ext_step(struct ssh_conn *c, struct sftp_req *q)
 		if (!ok)
 			return -ENAMETOOLONG;
 		put_u32(st->out, (uint32_t)st->out_len - 4);
+		q->want_after = q->want_after && lset;
+		if (q->want_after && !ext_put_lstat(st, q->path))
+			return -ENAMETOOLONG;
 		q->sub = 1;
 	}
 	if (q->sub == 1) {
@@ -657,13 +732,28 @@ static int sftp_ext_step(struct ssh_conn *c, struct sftp_req *q)
 		st->in_len = 0;
 		q->sub = 2;
 	}
-	rc = ext_read(c, q, st);
-	if (rc)
-		return rc;
-	if (st->in_len < 17 || st->in[4] != 101 ||
-	    get_u32(st->in + 5) != st->id)
-		return ext_broken(st, q, "an answer out of place");
-	q->status = get_u32(st->in + 9);
+	if (q->sub == 2) {
+		rc = ext_read(c, q, st);
+		if (rc)
+			return rc;
+		if (st->in_len < 17 || st->in[4] != 101 ||
+		    get_u32(st->in + 5) != st->id - (q->want_after ? 1 : 0))
+			return ext_broken(st, q, "an answer out of place");
+		q->status = get_u32(st->in + 9);
+		st->in_len = 0;
+		q->sub = 3;
+	}
+	if (q->want_after) { /* the LSTAT's answer: ATTRS or STATUS */
+		rc = ext_read(c, q, st);
+		if (rc)
+			return rc;
+		if (st->in_len < 9 || get_u32(st->in + 5) != st->id ||
+		    (st->in[4] != 105 && st->in[4] != 101))
+			return ext_broken(st, q, "an answer out of place");
+		q->got_after =
+			st->in[4] == 105 &&
+			ext_get_attrs(st->in + 9, st->in_len - 9, &q->after);
+	}
 	rc = sftp_errno(q->status);
 	if (rc)
 		snprintf(q->r.err, sizeof(q->r.err), "%s %s on %s: %s",
@@ -827,6 +917,29 @@ static int sftp_step(struct ssh_conn *c, struct ssh_req *r)
 
 static void sftp_wb_settle(struct ssh_conn *c);
 
+/* Queue q (sftp_end waits for it): requests started one after the other
+ * are in flight together when they are of different kinds, and the
+ * server answers them in order. */
+static int sftp_start(struct ssh_conn *c, struct sftp_req *q)
+{
+	q->r.step = sftp_step;
+	q->r.lost = sftp_lost;
+	/* Idempotent requests may be sent again on a new session. */
+	q->r.retry_ok = q->op == SFTP_STAT || q->op == SFTP_LIST ||
+			q->op == SFTP_READLINK || q->op == SFTP_STATVFS;
+	q->r.deadline_ns = 0;
+	return ssh_submit(c, &q->r);
+}
+
+static int sftp_end(struct ssh_conn *c, struct sftp_req *q, int rc)
+{
+	if (rc == 0)
+		rc = ssh_wait(c, &q->r, NULL, NULL);
+	if (rc == -ECONNRESET || rc == -ESHUTDOWN)
+		rc = -EIO;
+	return rc;
+}
+
 static int sftp_run(struct ssh_conn *c, struct sftp_req *q)
 {
 	int rc;
@@ -836,18 +949,8 @@ static int sftp_run(struct ssh_conn *c, struct sftp_req *q)
 	if (q->op == SFTP_EXT || q->op == SFTP_SYMLINK)
 		sftp_wb_settle(c);
 
-	q->r.step = sftp_step;
-	q->r.lost = sftp_lost;
-	/* Idempotent requests may be sent again on a new session. */
-	q->r.retry_ok = q->op == SFTP_STAT || q->op == SFTP_LIST ||
-			q->op == SFTP_READLINK || q->op == SFTP_STATVFS;
-	q->r.deadline_ns = 0;
-	rc = ssh_submit(c, &q->r);
-	if (rc == 0)
-		rc = ssh_wait(c, &q->r, NULL, NULL);
-	if (rc == -ECONNRESET || rc == -ESHUTDOWN)
-		rc = -EIO;
-	return rc;
+	rc = sftp_start(c, q);
+	return sftp_end(c, q, rc);
 }
 
 static int sftp_explain_file(struct ssh_file *f, bool grows, int rc);
@@ -915,6 +1018,7 @@ static int sftp_run_file(struct sftp_req *q)
 	pthread_mutex_lock(&q->f->lock);
 	if (q->op == SFTP_FSETSTAT)
 		q->f->s_len = 0; /* a new size or mode: read again */
+	q->f->o_have = false;
 	rc = sftp_wb_drain(q->f);
 	if (rc == 0)
 		rc = sftp_run(q->f->c, q);
@@ -1056,7 +1160,8 @@ int ssh_sftp_readdir(struct ssh_conn *c, const char *path,
 int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 		  struct ssh_file **out)
 {
-	struct sftp_req q = {.op = SFTP_OPEN, .path = path, .mode = mode};
+	struct sftp_req q = {.op = SFTP_OPEN, .path = path, .mode = mode},
+			s = {.op = SFTP_STAT, .path = path};
 	int acc = flags & O_ACCMODE, rc;
 	struct stat st;
 
@@ -1070,7 +1175,22 @@ int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 	if (!*out)
 		return -ENOMEM;
 	(*out)->gen = ssh_conn_generation(c);
-	rc = sftp_run(c, &q);
+	if (flags & O_CREAT) {
+		/* the kernel asks the attributes of what it made next */
+		int src;
+
+		rc = sftp_start(c, &q);
+		src = rc ? rc : sftp_start(c, &s);
+		rc = sftp_end(c, &q, rc);
+		src = sftp_end(c, &s, src);
+		if (rc == 0 && src == 0) {
+			sftp_to_stat(&s.attrs, 0, &(*out)->o_st);
+			(*out)->o_ns = ssh_now_ns();
+			(*out)->o_have = true;
+		}
+	} else {
+		rc = sftp_run(c, &q);
+	}
 	if (sftp_failure(&q, rc)) {
 		if (ssh_sftp_stat(c, path, &st) != 0)
 			rc = sftp_explain(c, path, true, rc);
@@ -1097,7 +1217,13 @@ int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 
 		m.attrs.flags = LIBSSH2_SFTP_ATTR_PERMISSIONS;
 		m.attrs.permissions = mode & 07777;
-		(void)sftp_run_file(&m);
+		bool had = (*out)->o_have;
+
+		if (sftp_run_file(&m) == 0 && had) {
+			(*out)->o_have = true; /* sftp_run_file dropped it */
+			(*out)->o_st.st_mode = ((*out)->o_st.st_mode & S_IFMT) |
+					       (mode & 07777);
+		}
 	}
 	/* The session the handle belongs to (a reconnect may have happened
 	 * between the look and the open: then the first use fails). */
@@ -1228,6 +1354,7 @@ int ssh_sftp_write(struct ssh_file *f, const char *buf, size_t size, off_t off)
 	pthread_mutex_lock(&f->lock);
 	f->s_len = 0; /* the bytes kept for reads may change */
 	f->r_at = -1;
+	f->o_have = false;
 	pthread_mutex_lock(&sftp_wb_mu);
 	rc = f->w_err;
 	/* elsewhere than where the last write ended: those first */
@@ -1264,7 +1391,19 @@ int ssh_sftp_fsync(struct ssh_file *f)
 int ssh_sftp_fstat(struct ssh_file *f, struct stat *st)
 {
 	struct sftp_req q = {.op = SFTP_FSTAT, .f = f};
-	int rc = sftp_run_file(&q);
+	int rc;
+
+	/* Right after a create, nothing written: asked with the open. */
+	pthread_mutex_lock(&f->lock);
+	if (f->o_have && f->w_in == 0 &&
+	    ssh_now_ns() - f->o_ns < SFTP_AFTER_NS) {
+		f->o_have = false;
+		*st = f->o_st;
+		pthread_mutex_unlock(&f->lock);
+		return 0;
+	}
+	pthread_mutex_unlock(&f->lock);
+	rc = sftp_run_file(&q);
 
 	if (rc == 0)
 		sftp_to_stat(&q.attrs, 0, st);
@@ -1330,20 +1469,26 @@ int ssh_sftp_close(struct ssh_file *f)
 /* SETSTAT; "permission denied" is `denied` (EPERM for what only the
  * owner may do). */
 static int sftp_setstat(struct ssh_conn *c, const char *path,
-			const LIBSSH2_SFTP_ATTRIBUTES *a, int denied)
+			const LIBSSH2_SFTP_ATTRIBUTES *a, int denied,
+			struct stat *after)
 {
 	struct sftp_req q = {.op = SFTP_SETSTAT, .path = path};
 	struct stat st;
 	int rc;
 
 	q.attrs = *a;
+	if (after)
+		after->st_mode = 0; /* unknown */
 	if (!(a->flags &
 	      (LIBSSH2_SFTP_ATTR_SIZE | LIBSSH2_SFTP_ATTR_PERMISSIONS))) {
 		/* Owners and times of a symbolic link are its own (SETSTAT
 		 * would follow it). */
 		q.op = SFTP_EXT;
 		q.ext = "lsetstat@openssh.com";
+		q.want_after = after != NULL;
 		rc = sftp_run(c, &q);
+		if (rc == 0 && after && q.got_after)
+			sftp_to_stat(&q.after, 0, after);
 		if (rc != -EOPNOTSUPP || q.status == LIBSSH2_FX_OP_UNSUPPORTED)
 			goto out;
 		rc = ssh_sftp_stat(c, path, &st);
@@ -1368,7 +1513,7 @@ int ssh_sftp_setsize(struct ssh_conn *c, const char *path, off_t size)
 	int rc;
 
 	a.filesize = (libssh2_uint64_t)size;
-	rc = sftp_setstat(c, path, &a, -EACCES);
+	rc = sftp_setstat(c, path, &a, -EACCES, NULL);
 	if (rc == -EIO && ssh_sftp_stat(c, path, &st) == 0 &&
 	    S_ISREG(st.st_mode))
 		rc = sftp_size_failed(rc, size, st.st_size, rc);
@@ -1527,11 +1672,11 @@ int ssh_sftp_chmod(struct ssh_conn *c, const char *path, mode_t mode)
 	LIBSSH2_SFTP_ATTRIBUTES a = {.flags = LIBSSH2_SFTP_ATTR_PERMISSIONS};
 
 	a.permissions = mode & 07777;
-	return sftp_setstat(c, path, &a, -EPERM);
+	return sftp_setstat(c, path, &a, -EPERM, NULL);
 }
 
 int ssh_sftp_chown(struct ssh_conn *c, const char *path, unsigned long uid,
-		   unsigned long gid)
+		   unsigned long gid, struct stat *after)
 {
 	LIBSSH2_SFTP_ATTRIBUTES a = {.flags = LIBSSH2_SFTP_ATTR_UIDGID};
 	struct stat st;
@@ -1549,7 +1694,7 @@ int ssh_sftp_chown(struct ssh_conn *c, const char *path, unsigned long uid,
 	}
 	a.uid = uid;
 	a.gid = gid;
-	return sftp_setstat(c, path, &a, -EPERM);
+	return sftp_setstat(c, path, &a, -EPERM, after);
 }
 
 /* A time as SFTP version 3 carries it: whole seconds from 1970 in 32
@@ -1568,7 +1713,7 @@ static int sftp_time(const struct timespec *t, time_t now, time_t was,
 }
 
 int ssh_sftp_utimens(struct ssh_conn *c, const char *path,
-		     const struct timespec tv[2])
+		     const struct timespec tv[2], struct stat *after)
 {
 	LIBSSH2_SFTP_ATTRIBUTES a = {.flags = LIBSSH2_SFTP_ATTR_ACMODTIME};
 	struct stat st = {0};
@@ -1587,7 +1732,10 @@ int ssh_sftp_utimens(struct ssh_conn *c, const char *path,
 		rc = sftp_time(&tv[1], time(NULL), st.st_mtime, &a.mtime);
 	/* Explicit times are the owner's to set; "now" anyone's who may
 	 * write. */
-	return rc ? rc : sftp_setstat(c, path, &a, own ? -EPERM : -EACCES);
+	if (after)
+		after->st_mode = 0;
+	return rc ? rc
+		  : sftp_setstat(c, path, &a, own ? -EPERM : -EACCES, after);
 }
 
 int ssh_sftp_readlink(struct ssh_conn *c, const char *path, char *buf,

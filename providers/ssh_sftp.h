@@ -52,14 +52,16 @@ int ssh_sftp_rename(struct ssh_conn *c, const char *from, const char *to,
 int ssh_sftp_link(struct ssh_conn *c, const char *from, const char *to);
 /* A symbolic link at path with the given target. */
 int ssh_sftp_symlink(struct ssh_conn *c, const char *target, const char *path);
+/* after: when not NULL, the attributes the change left, asked in the
+ * same flight (st_mode 0 when unknown), for the getattr that follows. */
 /* (unsigned long)-1: that one unchanged. */
 int ssh_sftp_chown(struct ssh_conn *c, const char *path, unsigned long uid,
-		   unsigned long gid);
+		   unsigned long gid, struct stat *after);
 int ssh_sftp_chmod(struct ssh_conn *c, const char *path, mode_t mode);
 /* -EOVERFLOW for a time before 1970 or from 2106 (2^32 s) on; parts of a
  * second are dropped. */
 int ssh_sftp_utimens(struct ssh_conn *c, const char *path,
-		     const struct timespec tv[2]);
+		     const struct timespec tv[2], struct stat *after);
 int ssh_sftp_readlink(struct ssh_conn *c, const char *path, char *buf,
 		      size_t size);
 
