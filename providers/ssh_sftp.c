@@ -915,7 +915,7 @@ static int sftp_step(struct ssh_conn *c, struct ssh_req *r)
 	return rc;
 }
 
-static void sftp_wb_settle(struct ssh_conn *c);
+static void sftp_wb_settle(const struct ssh_conn *c);
 
 /* Queue q (sftp_end waits for it): requests started one after the other
  * are in flight together when they are of different kinds, and the
@@ -994,7 +994,7 @@ static int sftp_wb_drain(struct ssh_file *f)
 
 /* Wait until every byte the files of c buffered is acked (a writer keeps
  * going until its bytes are). */
-static void sftp_wb_settle(struct ssh_conn *c)
+static void sftp_wb_settle(const struct ssh_conn *c)
 {
 	pthread_mutex_lock(&sftp_wb_mu);
 	for (;;) {
