@@ -140,6 +140,11 @@ static struct ssh_file *sftp_wb_files; /* with bytes not yet acked */
  * each seek, which drops libssh2's read-ahead: the bytes skipped over by
  * a read ahead of an earlier one are kept for it instead. */
 #define SFTP_SKIP_MAX ((size_t)8 << 20)
+/* A read of at least SFTP_CHUNK_MIN in sequence (the kernel's read-ahead
+ * of a big file) asks SFTP_CHUNK: fewer requests through the connection's
+ * thread, and more of libssh2's read-ahead in flight. */
+#define SFTP_CHUNK_MIN ((size_t)128 << 10)
+#define SFTP_CHUNK     ((size_t)1 << 20)
 
 struct ssh_file {
 	struct ssh_conn *c;
@@ -161,7 +166,7 @@ struct ssh_file {
 	/* Bytes [s_off, s_off + s_len) skipped by a read ahead of its turn;
 	 * where the handle's reads stand (-1: unknown). */
 	char *s_buf;
-	size_t s_len;
+	size_t s_len, s_cap;
 	off_t s_off, r_at;
 	/* A file made by the open: its attributes, asked in the same flight
 	 * as the open, for the fstat that follows a create (once, soon). */
@@ -1230,50 +1235,87 @@ int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 	return 0;
 }
 
-/* Read at off with f->lock held, from the bytes kept for it when they
- * were skipped, else from the handle; a read ahead of the handle's offset
- * within SFTP_SKIP_MAX keeps the bytes it skips over. */
+/* Read size bytes at off into f->s_buf (grown to hold them), which then
+ * keeps [off, off + what came); 0 or -errno. */
+static int sftp_read_keep(struct ssh_file *f, off_t off, size_t size)
+{
+	struct sftp_req k = {.op = SFTP_READ, .f = f, .off = off};
+	int rc;
+
+	if (size > f->s_cap) {
+		char *nb = realloc(f->s_buf, size);
+
+		if (!nb)
+			return -ENOMEM;
+		f->s_buf = nb;
+		f->s_cap = size;
+	}
+	k.buf = f->s_buf;
+	k.size = size;
+	f->s_len = 0;
+	f->r_at = -1;
+	rc = sftp_run(f->c, &k);
+	if (rc)
+		return rc;
+	f->s_off = off;
+	f->s_len = k.done;
+	f->r_at = off + (off_t)k.done;
+	return 0;
+}
+
+/* Read at off with f->lock held. A read ahead of the handle's offset
+ * (within SFTP_SKIP_MAX) keeps the bytes it skips for the earlier one; a
+ * big read in sequence asks SFTP_CHUNK at once (libssh2 then keeps four
+ * times that in flight) and keeps what the next reads will want. */
 static int sftp_read_locked(struct ssh_file *f, char *buf, size_t size,
 			    off_t off)
 {
-	struct sftp_req q = {
-		.op = SFTP_READ, .f = f, .buf = buf, .size = size, .off = off};
-	off_t at = f->r_at;
-	size_t kept = 0;
+	size_t got = 0;
 	int rc;
 
-	if (f->s_len && off >= f->s_off && off < f->s_off + (off_t)f->s_len) {
-		kept = f->s_off + (off_t)f->s_len - off;
-		if (kept > size)
-			kept = size;
-		memcpy(buf, f->s_buf + (off - f->s_off), kept);
-		if (kept == size || off + (off_t)kept != at)
-			return (int)kept;
-		q.buf += kept;
-		q.size -= kept;
-		q.off += (off_t)kept;
-	} else if (at >= 0 && off > at && (size_t)(off - at) <= SFTP_SKIP_MAX) {
-		struct sftp_req k = {.op = SFTP_READ, .f = f, .off = at};
+	for (;;) {
+		struct sftp_req q = {.op = SFTP_READ, .f = f};
+		off_t at = f->r_at;
 
-		if (!f->s_buf)
-			f->s_buf = malloc(SFTP_SKIP_MAX);
-		k.buf = f->s_buf;
-		k.size = f->s_buf ? (size_t)(off - at) : 0;
-		f->s_len = 0;
-		if (k.size) {
-			f->r_at = -1;
-			rc = sftp_run(f->c, &k);
+		if (f->s_len && off >= f->s_off &&
+		    off < f->s_off + (off_t)f->s_len) {
+			size_t n = (size_t)(f->s_off + (off_t)f->s_len - off);
+
+			if (n > size - got)
+				n = size - got;
+			memcpy(buf + got, f->s_buf + (off - f->s_off), n);
+			got += n;
+			off += (off_t)n;
+			if (got == size)
+				return (int)got;
+			continue;
+		}
+		if (at >= 0 && off > at &&
+		    (size_t)(off - at) <= SFTP_SKIP_MAX) {
+			rc = sftp_read_keep(f, at, (size_t)(off - at));
 			if (rc)
 				return rc;
-			f->s_off = at;
-			f->s_len = k.done;
+			if (f->r_at != off)
+				return (int)got; /* the end of the file */
+		} else if (size - got >= SFTP_CHUNK_MIN &&
+			   (at < 0 || off == at)) {
+			rc = sftp_read_keep(f, off, SFTP_CHUNK);
+			if (rc)
+				return rc;
+			if (f->s_len == 0)
+				return (int)got;
+			continue;
 		}
+		q.buf = buf + got;
+		q.size = size - got;
+		q.off = off;
+		f->r_at = -1;
+		rc = sftp_run(f->c, &q);
+		if (rc)
+			return rc;
+		f->r_at = off + (off_t)q.done;
+		return (int)(got + q.done);
 	}
-	f->r_at = -1;
-	rc = sftp_run(f->c, &q);
-	if (rc == 0)
-		f->r_at = q.off + (off_t)q.done;
-	return rc ? rc : (int)(kept + q.done);
 }
 
 int ssh_sftp_read(struct ssh_file *f, char *buf, size_t size, off_t off)
