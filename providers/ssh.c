@@ -928,6 +928,29 @@ int ssh_submit(struct ssh_conn *c, struct ssh_req *r)
 	return 0;
 }
 
+void ssh_cond_wait_briefly(pthread_cond_t *cv, pthread_mutex_t *mu)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += 20L * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(cv, mu, &until);
+}
+
+bool ssh_req_done(struct ssh_conn *c, const struct ssh_req *r)
+{
+	bool done;
+
+	pthread_mutex_lock(&c->lock);
+	done = r->done;
+	pthread_mutex_unlock(&c->lock);
+	return done;
+}
+
 void ssh_wake(struct ssh_conn *c)
 {
 	uint64_t one = 1;
@@ -946,17 +969,7 @@ int ssh_wait(struct ssh_conn *c, struct ssh_req *r, int (*cancelled)(void *),
 			pthread_cond_wait(&c->cv, &c->lock);
 			continue;
 		}
-		{
-			struct timespec until;
-
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_nsec += 20L * 1000000;
-			if (until.tv_nsec >= 1000000000) {
-				until.tv_sec++;
-				until.tv_nsec -= 1000000000;
-			}
-			pthread_cond_timedwait(&c->cv, &c->lock, &until);
-		}
+		ssh_cond_wait_briefly(&c->cv, &c->lock);
 		if (!r->done && !atomic_load(&r->cancel) && cancelled(ctx)) {
 			uint64_t one = 1;
 

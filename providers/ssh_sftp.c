@@ -960,6 +960,21 @@ static int sftp_run(struct ssh_conn *c, struct sftp_req *q)
 
 static int sftp_explain_file(struct ssh_file *f, bool grows, int rc);
 
+/* Whether f's writer ended without being drained (an error, or the
+ * connection gone: then nothing acks its bytes any more); sftp_wb_mu
+ * held. */
+static bool sftp_wb_dead(const struct ssh_file *f)
+{
+	return f->w_busy && ssh_req_done(f->c, &f->w_req.r);
+}
+
+/* Wait for the writers' news (sftp_wb_mu held); a writer ended by the
+ * connection's end tells nothing, hence the bound. */
+static void sftp_wb_wait(void)
+{
+	ssh_cond_wait_briefly(&sftp_wb_cv, &sftp_wb_mu);
+}
+
 /* Stop the writer of f once every byte buffered is acked (f->lock held):
  * 0, or the error of a write the node refused. */
 static int sftp_wb_drain(struct ssh_file *f)
@@ -983,6 +998,10 @@ static int sftp_wb_drain(struct ssh_file *f)
 	pthread_mutex_lock(&sftp_wb_mu);
 	if (f->w_busy && rc && !f->w_err)
 		f->w_err = rc == -ECONNRESET || rc == -ESHUTDOWN ? -EIO : rc;
+	if (f->w_err) { /* what was not acked is lost */
+		f->w_acked = f->w_in;
+		f->w_len = 0;
+	}
 	f->w_busy = false;
 	if (f->w_listed) {
 		struct ssh_file **pp = &sftp_wb_files;
@@ -1005,11 +1024,12 @@ static void sftp_wb_settle(const struct ssh_conn *c)
 	for (;;) {
 		const struct ssh_file *f = sftp_wb_files;
 
-		while (f && (f->c != c || !f->w_busy || f->w_acked >= f->w_in))
+		while (f && (f->c != c || !f->w_busy || f->w_acked >= f->w_in ||
+			     sftp_wb_dead(f)))
 			f = f->w_next;
 		if (!f)
 			break;
-		pthread_cond_wait(&sftp_wb_cv, &sftp_wb_mu);
+		sftp_wb_wait();
 	}
 	pthread_mutex_unlock(&sftp_wb_mu);
 }
@@ -1382,8 +1402,8 @@ static int sftp_wb_put(struct ssh_file *f, const char *buf, size_t size,
 		return -EIO;
 	}
 	/* Too much in flight: wait for acks, not for all of them. */
-	while (f->w_len > SFTP_WB_MAX && !f->w_err)
-		pthread_cond_wait(&sftp_wb_cv, &sftp_wb_mu);
+	while (f->w_len > SFTP_WB_MAX && !f->w_err && !sftp_wb_dead(f))
+		sftp_wb_wait();
 	pthread_mutex_unlock(&sftp_wb_mu);
 	ssh_wake(f->c);
 	return 0;
