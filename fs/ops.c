@@ -129,13 +129,27 @@ static struct model_files *fs_files(const struct fspath *p, int *err)
 		err_;                                                          \
 	})
 
+/* The I/O size that cp and others take from st_blksize: one FUSE request
+ * of the largest size the kernel sends (max_write, 1 MiB), not the disk's
+ * 4 KiB, which makes cp read and write 128 KiB at a time, each a round
+ * trip through the daemon. */
+#define FS_FILES_BLKSIZE (1 << 20)
+
+static int fs_files_blksize(int rc, struct stat *st)
+{
+	if (rc == 0 && S_ISREG(st->st_mode))
+		st->st_blksize = FS_FILES_BLKSIZE;
+	return rc;
+}
+
 /* Owners and modes under files/ are the provider's: a local node's as they
  * are on disk (so that, with allow_other, the kernel lets another user do
  * there what the disk beneath allows), a remote node's as the mounting
  * user's. */
 static int fs_files_stat(const struct fspath *p, struct stat *st)
 {
-	return FS_FILES(p, model_files_getattr(f, p->rel, st));
+	return fs_files_blksize(FS_FILES(p, model_files_getattr(f, p->rel, st)),
+				st);
 }
 
 static bool fs_writable(const struct fspath *p)
@@ -461,7 +475,8 @@ static int fs_getattr_path(const char *path, struct stat *st,
 
 		if (!h->files)
 			return fs_stat_path(&h->path, st);
-		rc = model_files_fgetattr(h->files, h->pfh, st);
+		rc = fs_files_blksize(
+			model_files_fgetattr(h->files, h->pfh, st), st);
 		if (rc == 0 && path)
 			inval_note(fs_ctx()->inval, path, S_ISDIR(st->st_mode));
 		return rc;
@@ -1460,6 +1475,74 @@ static int fs_write(const char *path, const char *data, size_t size, off_t off,
 				       data, size, off));
 }
 
+/*
+ * Reads and writes as buffers libfuse moves itself: a node file with a
+ * descriptor on this machine (a local node's) is spliced between the
+ * kernel's request and that file, without a copy through the daemon's
+ * memory; the rest goes through fs_read and fs_write. A file opened with
+ * O_APPEND is written by pwrite (splice refuses it).
+ */
+static int fs_files_fd(const struct fshandle *h)
+{
+	return h->files ? model_files_fd(h->files, h->pfh) : -1;
+}
+
+static int fs_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
+		       off_t off, struct fuse_file_info *fi)
+{
+	struct fshandle *h = (struct fshandle *)(uintptr_t)fi->fh;
+	struct fuse_bufvec *v = malloc(sizeof(*v));
+	int fd = fs_files_fd(h), rc;
+
+	if (!v)
+		return -ENOMEM;
+	*v = (struct fuse_bufvec)FUSE_BUFVEC_INIT(size);
+	if (fd >= 0 && off >= 0) {
+		v->buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+		v->buf[0].fd = fd;
+		v->buf[0].pos = off;
+		*bufp = v;
+		return 0;
+	}
+	v->buf[0].mem = malloc(size ? size : 1);
+	rc = v->buf[0].mem ? fs_read(path, v->buf[0].mem, size, off, fi)
+			   : -ENOMEM;
+	if (rc < 0) {
+		free(v->buf[0].mem);
+		free(v);
+		return rc;
+	}
+	v->buf[0].size = (size_t)rc;
+	*bufp = v;
+	return 0;
+}
+
+static int fs_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
+			struct fuse_file_info *fi)
+{
+	struct fshandle *h = (struct fshandle *)(uintptr_t)fi->fh;
+	size_t size = fuse_buf_size(buf);
+	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
+	int fd = fs_files_fd(h);
+	ssize_t n;
+
+	if (fd >= 0 && !(h->flags & O_APPEND)) {
+		dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+		dst.buf[0].fd = fd;
+		dst.buf[0].pos = off;
+		h->wrote = true;
+		n = fuse_buf_copy(&dst, buf, 0);
+		return (int)n;
+	}
+	dst.buf[0].mem = malloc(size ? size : 1);
+	if (!dst.buf[0].mem)
+		return -ENOMEM;
+	n = fuse_buf_copy(&dst, buf, 0);
+	n = n < 0 ? n : fs_write(path, dst.buf[0].mem, (size_t)n, off, fi);
+	free(dst.buf[0].mem);
+	return (int)n;
+}
+
 /* The node's files/ dropped from the kernel's caches, before the request
  * returns: libfuse knows the names of one file (hard links) as files of
  * their own, and only the one used heard of a change. */
@@ -1476,14 +1559,17 @@ static int fs_files_changed_all(const struct fspath *p)
 static int fs_flush(const char *path, struct fuse_file_info *fi)
 {
 	struct fshandle *h = (struct fshandle *)(uintptr_t)fi->fh;
-	struct stat st;
 
 	(void)path;
-	if (h && h->files && h->wrote &&
-	    model_files_fgetattr(h->files, h->pfh, &st) == 0 &&
-	    st.st_nlink > 1) {
-		h->wrote = false;
-		return fs_files_changed_all(&h->path);
+	if (h && h->files) {
+		/* close(2) reports what write-behind could not */
+		int rc = model_files_flush(h->files, h->pfh);
+
+		if (h->wrote && model_files_shared(h->files, h->pfh) > 0) {
+			h->wrote = false;
+			fs_files_changed_all(&h->path);
+		}
+		return rc;
 	}
 	/* A command written without a final newline runs at the close. */
 	if (h && h->len && !h->refused &&
@@ -1595,8 +1681,10 @@ static int fs_files_open(const struct fspath *p, int flags, mode_t mode,
 	}
 	/* Commands on the node change these files behind the kernel's back:
 	 * each open starts with an empty page cache (keep_cache off), which
-	 * also refreshes the size; not direct I/O, so mmap works. */
-	fi->direct_io = 0;
+	 * also refreshes the size; not direct I/O, so mmap works. A file
+	 * opened for writing only cannot be mapped: its writes go straight
+	 * to the daemon, without a copy into the page cache on the way. */
+	fi->direct_io = (flags & O_ACCMODE) == O_WRONLY;
 	fi->keep_cache = 0;
 	h->path.rel = ""; /* it pointed into this request's path */
 	fi->fh = (uint64_t)(uintptr_t)h;
@@ -1828,7 +1916,10 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
 	struct fsctx *fs = fs_ctx();
 
-	(void)conn;
+	/* libfuse splices a local node's file to and from the kernel (see
+	 * fs_read_buf); it reads requests with splice already. */
+	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+		conn->want |= FUSE_CAP_SPLICE_WRITE;
 	cfg->use_ino = 1; /* see fs_ino */
 	/* A file removed while open is renamed by libfuse to a hidden name,
 	 * which keeps it reachable by path (fstat asks by path) until the
@@ -1883,6 +1974,8 @@ const struct fuse_operations fsops = {
 	.open = fs_open,
 	.read = fs_read,
 	.write = fs_write,
+	.read_buf = fs_read_buf,
+	.write_buf = fs_write_buf,
 	.flush = fs_flush,
 	.fsync = fs_fsync,
 	.release = fs_release,

@@ -108,6 +108,29 @@ int model_files_fsync(struct model_files *f, uint64_t fh)
 	return FILES_AS(f, f->ops->fsync(f->p, fh));
 }
 
+int model_files_flush(struct model_files *f, uint64_t fh)
+{
+	if (!f->ops->flush)
+		return 0;
+	return FILES_AS(f, f->ops->flush(f->p, fh));
+}
+
+int model_files_fd(struct model_files *f, uint64_t fh)
+{
+	return f->ops->fd ? f->ops->fd(f->p, fh) : -1;
+}
+
+int model_files_shared(struct model_files *f, uint64_t fh)
+{
+	struct stat st;
+	int rc;
+
+	if (f->ops->shared)
+		return FILES_AS(f, f->ops->shared(f->p, fh));
+	rc = FILES_AS(f, f->ops->fgetattr(f->p, fh, &st));
+	return rc ? rc : st.st_nlink > 1;
+}
+
 int model_files_fgetattr(struct model_files *f, uint64_t fh, struct stat *st)
 {
 	return FILES_AS(f, f->ops->fgetattr(f->p, fh, st));

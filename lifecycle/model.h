@@ -239,6 +239,14 @@ int model_files_read(struct model_files *f, uint64_t fh, char *buf, size_t size,
 int model_files_write(struct model_files *f, uint64_t fh, const char *buf,
 		      size_t size, int64_t off);
 int model_files_fsync(struct model_files *f, uint64_t fh);
+/* At each close of a descriptor: the error of a write that was answered
+ * before it reached the node, or 0. */
+int model_files_flush(struct model_files *f, uint64_t fh);
+/* Whether the open file has other names: 1, 0, or -errno. */
+int model_files_shared(struct model_files *f, uint64_t fh);
+/* A descriptor of this machine that reads and writes the open file, or
+ * -1 (then model_files_read and model_files_write do). */
+int model_files_fd(struct model_files *f, uint64_t fh);
 int model_files_fgetattr(struct model_files *f, uint64_t fh, struct stat *st);
 int model_files_ftruncate(struct model_files *f, uint64_t fh, int64_t size);
 int model_files_close(struct model_files *f, uint64_t fh);

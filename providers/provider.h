@@ -221,6 +221,17 @@ struct provider_file_ops {
 	int (*write)(struct provider *p, uint64_t fh, const char *buf,
 		     size_t size, off_t off);
 	int (*fsync)(struct provider *p, uint64_t fh);
+	/* May be NULL. At each close of a descriptor of fh: the writes that
+	 * were answered before they reached the node (write-behind) are
+	 * there now; 0, or the error of one of them. */
+	int (*flush)(struct provider *p, uint64_t fh);
+	/* May be NULL. A descriptor of this machine for the open file fh,
+	 * which reads and writes through it may use instead (no copy through
+	 * the daemon's memory), or -1. */
+	int (*fd)(struct provider *p, uint64_t fh);
+	/* May be NULL (then fgetattr's link count tells). Whether the open
+	 * file has other names (hard links): 1, 0, or -errno. */
+	int (*shared)(struct provider *p, uint64_t fh);
 	int (*fgetattr)(struct provider *p, uint64_t fh, struct stat *st);
 	int (*ftruncate)(struct provider *p, uint64_t fh, off_t size);
 	int (*close)(struct provider *p, uint64_t fh);

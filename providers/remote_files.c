@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 /* One file's locks, while a handle that locked it is open: a memfd, whose
@@ -40,6 +41,7 @@ struct remote_file {
 	struct remote_node *nd;
 	struct ssh_file *f;
 	char *path;		    /* as opened: the key of its locks */
+	char *rel;		    /* in files/: the key of remote_linked */
 	struct remote_locks *locks; /* once it locked */
 	int flock_fd;		    /* its flock, on an OFD of locks->memfd */
 };
@@ -94,6 +96,69 @@ static void remote_linked_set(const struct remote_node *nd, const char *path,
 		remote_linked[i].nd = nd;
 	}
 	pthread_mutex_unlock(&remote_linked_mutex);
+}
+
+/* What a change of times or owners left, asked in its flight (see
+ * ssh_sftp_utimens): the answer to the getattr the kernel sends right
+ * after the change, once, and only within REMOTE_AFTER_NS. */
+#define REMOTE_AFTER_MAX 16
+#define REMOTE_AFTER_NS	 100000000LL
+static pthread_mutex_t remote_after_mutex = PTHREAD_MUTEX_INITIALIZER;
+static struct remote_after {
+	const struct remote_node *nd;
+	char *path;
+	int64_t ns;
+	struct stat st;
+} remote_after[REMOTE_AFTER_MAX];
+
+static int64_t remote_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Take path's entry (into st, when fresh): true when st was filled. */
+static bool remote_after_take(const struct remote_node *nd, const char *path,
+			      struct stat *st)
+{
+	bool got = false;
+
+	pthread_mutex_lock(&remote_after_mutex);
+	for (int i = 0; i < REMOTE_AFTER_MAX; i++) {
+		struct remote_after *a = &remote_after[i];
+
+		if (!a->path || a->nd != nd || strcmp(a->path, path) != 0)
+			continue;
+		if (st && remote_now_ns() - a->ns < REMOTE_AFTER_NS) {
+			*st = a->st;
+			got = true;
+		}
+		free(a->path);
+		a->path = NULL;
+	}
+	pthread_mutex_unlock(&remote_after_mutex);
+	return got;
+}
+
+static void remote_after_put(const struct remote_node *nd, const char *path,
+			     const struct stat *st)
+{
+	static unsigned next;
+	struct remote_after *a;
+
+	remote_after_take(nd, path, NULL);
+	if (st->st_mode == 0) /* not known */
+		return;
+	pthread_mutex_lock(&remote_after_mutex);
+	a = &remote_after[next++ % REMOTE_AFTER_MAX];
+	free(a->path);
+	a->path = strdup(path);
+	a->nd = nd;
+	a->ns = remote_now_ns();
+	a->st = *st;
+	pthread_mutex_unlock(&remote_after_mutex);
 }
 
 /* The server's path of a path of files/: ENAMETOOLONG for a name longer
@@ -222,7 +287,9 @@ static void remote_nlink(struct remote_node *nd, const char *rel,
 static int remote_stat(struct remote_node *nd, const struct provider_node *node,
 		       const char *rel, const char *full, struct stat *st)
 {
-	int rc = ssh_sftp_stat(remote_conn(nd), full, st);
+	int rc = remote_after_take(nd, rel, st)
+			 ? 0
+			 : ssh_sftp_stat(remote_conn(nd), full, st);
 
 	if (rc)
 		return rc;
@@ -295,7 +362,8 @@ static int remote_files_open(struct provider *p,
 	hf->flock_fd = -1;
 	rc = remote_path(node, path, full, sizeof(full));
 	hf->path = rc ? NULL : strdup(full);
-	if (!rc && !hf->path)
+	hf->rel = rc ? NULL : strdup(path);
+	if (!rc && (!hf->path || !hf->rel))
 		rc = -ENOMEM;
 	hf->nd = rc ? NULL : remote_get(p->remote, node, e, sizeof(e));
 	if (!rc && !hf->nd)
@@ -307,6 +375,7 @@ static int remote_files_open(struct provider *p,
 		if (hf->nd)
 			remote_put(hf->nd);
 		free(hf->path);
+		free(hf->rel);
 		free(hf);
 		return rc;
 	}
@@ -337,6 +406,21 @@ static int remote_files_fsync(struct provider *p, uint64_t fh)
 {
 	(void)p;
 	return ssh_sftp_fsync(remote_fh(fh)->f);
+}
+
+static int remote_files_flush(struct provider *p, uint64_t fh)
+{
+	(void)p;
+	return ssh_sftp_flush(remote_fh(fh)->f);
+}
+
+/* SFTP's fstat has no link count: the names known to share the file. */
+static int remote_files_shared(struct provider *p, uint64_t fh)
+{
+	struct remote_file *hf = remote_fh(fh);
+
+	(void)p;
+	return remote_linked_has(hf->nd, hf->rel);
 }
 
 static int remote_files_fgetattr(struct provider *p, uint64_t fh,
@@ -404,6 +488,7 @@ static int remote_files_close(struct provider *p, uint64_t fh)
 	remote_locks_leave(hf);
 	remote_put(hf->nd);
 	free(hf->path);
+	free(hf->rel);
 	free(hf);
 	return rc;
 }
@@ -566,7 +651,8 @@ static int remote_files_unlink(struct provider *p,
 			       const char *path)
 {
 	REMOTE_FILE_CALL(p, node, path,
-			 ssh_sftp_unlink(remote_conn(nd_), full_));
+			 (remote_after_take(nd_, path, NULL),
+			  ssh_sftp_unlink(remote_conn(nd_), full_)));
 }
 
 static int remote_files_rmdir(struct provider *p,
@@ -589,7 +675,9 @@ static int remote_files_rename(struct provider *p,
 		return rc;
 	REMOTE_FILE_CALL(
 		p, node, from,
-		ssh_sftp_rename(remote_conn(nd_), full_, to_full, flags));
+		(remote_after_take(nd_, from, NULL),
+		 remote_after_take(nd_, to, NULL),
+		 ssh_sftp_rename(remote_conn(nd_), full_, to_full, flags)));
 }
 
 static int remote_files_chmod(struct provider *p,
@@ -602,19 +690,25 @@ static int remote_files_chmod(struct provider *p,
 
 /* Owners as the node knows them: the mounting user's are the login's. */
 static int remote_chown(struct remote_node *nd,
-			const struct provider_node *node, const char *full,
-			uid_t uid, gid_t gid)
+			const struct provider_node *node, const char *rel,
+			const char *full, uid_t uid, gid_t gid)
 {
 	unsigned long luid, lgid,
 		u = uid == (uid_t)-1 ? (unsigned long)-1 : uid,
 		g = gid == (gid_t)-1 ? (unsigned long)-1 : gid;
 
 	remote_login_ids(nd, node, &luid, &lgid);
+	struct stat after;
+	int rc;
+
 	if (uid == getuid() && luid != (unsigned long)-1)
 		u = luid;
 	if (gid == getgid() && lgid != (unsigned long)-1)
 		g = lgid;
-	return ssh_sftp_chown(remote_conn(nd), full, u, g);
+	rc = ssh_sftp_chown(remote_conn(nd), full, u, g, &after);
+	if (rc == 0)
+		remote_after_put(nd, rel, &after);
+	return rc;
 }
 
 static int remote_files_chown(struct provider *p,
@@ -622,15 +716,25 @@ static int remote_files_chown(struct provider *p,
 			      const char *path, uid_t uid, gid_t gid)
 {
 	REMOTE_FILE_CALL(p, node, path,
-			 remote_chown(nd_, node, full_, uid, gid));
+			 remote_chown(nd_, node, path, full_, uid, gid));
+}
+
+static int remote_utimens(struct remote_node *nd, const char *rel,
+			  const char *full, const struct timespec tv[2])
+{
+	struct stat after;
+	int rc = ssh_sftp_utimens(remote_conn(nd), full, tv, &after);
+
+	if (rc == 0)
+		remote_after_put(nd, rel, &after);
+	return rc;
 }
 
 static int remote_files_utimens(struct provider *p,
 				const struct provider_node *node,
 				const char *path, const struct timespec tv[2])
 {
-	REMOTE_FILE_CALL(p, node, path,
-			 ssh_sftp_utimens(remote_conn(nd_), full_, tv));
+	REMOTE_FILE_CALL(p, node, path, remote_utimens(nd_, path, full_, tv));
 }
 
 static int remote_files_symlink(struct provider *p,
@@ -713,6 +817,8 @@ const struct provider_file_ops remote_file_ops = {
 	.read = remote_files_read,
 	.write = remote_files_write,
 	.fsync = remote_files_fsync,
+	.flush = remote_files_flush,
+	.shared = remote_files_shared,
 	.fgetattr = remote_files_fgetattr,
 	.ftruncate = remote_files_ftruncate,
 	.close = remote_files_close,

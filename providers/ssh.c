@@ -727,36 +727,58 @@ static int ssh_auth(struct ssh_conn *c, char *err, size_t errlen)
 	return -EACCES;
 }
 
-/* Ask for host keys in the order known_hosts files usually hold them.
- * Only what this libssh2 supports is named (1.10 corrupts the list when
- * it has to drop a name). */
-static void ssh_prefer_hostkeys(LIBSSH2_SESSION *s)
+/* Ask for the algorithms of a kind in the order of want, then (with rest)
+ * every other one this libssh2 has. Only what this libssh2 supports is
+ * named (1.10 corrupts the list when it has to drop a name). */
+static void ssh_prefer(LIBSSH2_SESSION *s, int method, const char *const *want,
+		       size_t nwant, bool rest)
 {
-	static const char *const want[] = {"ssh-ed25519",
-					   "ecdsa-sha2-nistp256",
-					   "ecdsa-sha2-nistp384",
-					   "ecdsa-sha2-nistp521",
-					   "rsa-sha2-512",
-					   "rsa-sha2-256",
-					   "ssh-rsa"};
 	const char **have = NULL;
-	char pref[256] = "";
+	char pref[1024] = "";
 	size_t o = 0;
-	int n = libssh2_session_supported_algs(s, LIBSSH2_METHOD_HOSTKEY,
-					       &have);
+	int n = libssh2_session_supported_algs(s, method, &have);
 
-	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
-		for (int k = 0; k < n; k++)
-			if (strcmp(have[k], want[i]) == 0) {
-				o += (size_t)snprintf(pref + o,
-						      sizeof(pref) - o, "%s%s",
-						      o ? "," : "", want[i]);
-				break;
-			}
+	for (size_t i = 0; i < nwant + (rest ? (size_t)(n > 0 ? n : 0) : 0);
+	     i++) {
+		const char *name = i < nwant ? want[i] : have[i - nwant];
+		bool ok = false;
+
+		for (int k = 0; k < n && !ok; k++)
+			ok = strcmp(have[k], name) == 0;
+		for (size_t j = 0; ok && i >= nwant && j < nwant; j++)
+			ok = strcmp(want[j], name) != 0; /* named already */
+		if (ok && o + strlen(name) + 2 < sizeof(pref))
+			o += (size_t)snprintf(pref + o, sizeof(pref) - o,
+					      "%s%s", o ? "," : "", name);
+	}
 	if (n > 0)
 		libssh2_free(s, (void *)have);
 	if (*pref)
-		libssh2_session_method_pref(s, LIBSSH2_METHOD_HOSTKEY, pref);
+		libssh2_session_method_pref(s, method, pref);
+}
+
+/* Host keys in the order known_hosts files usually hold them; of the
+ * ciphers, AES-128 first: libssh2 1.10 encrypts one 16-byte block per
+ * call, so the cipher's own cost shows (AES-128 has 10 rounds, AES-256
+ * 14), and files/ moves its bytes through this session. */
+static void ssh_prefer_algs(LIBSSH2_SESSION *s)
+{
+	static const char *const hostkeys[] = {"ssh-ed25519",
+					       "ecdsa-sha2-nistp256",
+					       "ecdsa-sha2-nistp384",
+					       "ecdsa-sha2-nistp521",
+					       "rsa-sha2-512",
+					       "rsa-sha2-256",
+					       "ssh-rsa"};
+	static const char *const ciphers[] = {"aes128-ctr", "aes192-ctr",
+					      "aes256-ctr"};
+
+	ssh_prefer(s, LIBSSH2_METHOD_HOSTKEY, hostkeys,
+		   sizeof(hostkeys) / sizeof(hostkeys[0]), false);
+	ssh_prefer(s, LIBSSH2_METHOD_CRYPT_CS, ciphers,
+		   sizeof(ciphers) / sizeof(ciphers[0]), true);
+	ssh_prefer(s, LIBSSH2_METHOD_CRYPT_SC, ciphers,
+		   sizeof(ciphers) / sizeof(ciphers[0]), true);
 }
 
 /* Connect (blocking, bounded by connect_timeout_ms at each step). */
@@ -804,7 +826,7 @@ static int ssh_connect(struct ssh_conn *c, char *err, size_t errlen)
 	}
 	libssh2_session_set_blocking(c->s, 1);
 	libssh2_session_set_timeout(c->s, c->p.connect_timeout_ms);
-	ssh_prefer_hostkeys(c->s);
+	ssh_prefer_algs(c->s);
 	if (libssh2_session_handshake(c->s, fd)) {
 		char *msg = NULL;
 		int lerr = libssh2_session_last_error(c->s, &msg, NULL, 0);
@@ -906,6 +928,38 @@ int ssh_submit(struct ssh_conn *c, struct ssh_req *r)
 	return 0;
 }
 
+void ssh_cond_wait_briefly(pthread_cond_t *cv, pthread_mutex_t *mu)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += 20L * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(cv, mu, &until);
+}
+
+bool ssh_req_done(struct ssh_conn *c, const struct ssh_req *r)
+{
+	bool done;
+
+	pthread_mutex_lock(&c->lock);
+	done = r->done;
+	pthread_mutex_unlock(&c->lock);
+	return done;
+}
+
+void ssh_wake(struct ssh_conn *c)
+{
+	uint64_t one = 1;
+
+	if (write(c->wake, &one, sizeof(one)) < 0) {
+		/* The counter is saturated: the thread is awake anyway. */
+	}
+}
+
 int ssh_wait(struct ssh_conn *c, struct ssh_req *r, int (*cancelled)(void *),
 	     void *ctx)
 {
@@ -915,17 +969,7 @@ int ssh_wait(struct ssh_conn *c, struct ssh_req *r, int (*cancelled)(void *),
 			pthread_cond_wait(&c->cv, &c->lock);
 			continue;
 		}
-		{
-			struct timespec until;
-
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_nsec += 20L * 1000000;
-			if (until.tv_nsec >= 1000000000) {
-				until.tv_sec++;
-				until.tv_nsec -= 1000000000;
-			}
-			pthread_cond_timedwait(&c->cv, &c->lock, &until);
-		}
+		ssh_cond_wait_briefly(&c->cv, &c->lock);
 		if (!r->done && !atomic_load(&r->cancel) && cancelled(ctx)) {
 			uint64_t one = 1;
 

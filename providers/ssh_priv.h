@@ -8,6 +8,7 @@
 
 #include <libssh2.h>
 #include <libssh2_sftp.h>
+#include <pthread.h>
 #include <stdatomic.h>
 
 struct ssh_req {
@@ -47,9 +48,16 @@ const char *ssh_conn_name(const struct ssh_conn *c);
 
 /* Queue a request, and wait for it (polling `cancelled` every 20 ms). */
 int ssh_submit(struct ssh_conn *c, struct ssh_req *r);
+/* Whether r, submitted, has ended (for a request nobody waits for yet). */
+bool ssh_req_done(struct ssh_conn *c, const struct ssh_req *r);
+/* Step the requests again: one of them has news that is not the
+ * socket's (a writer was given bytes, or asked to stop). */
+void ssh_wake(struct ssh_conn *c);
 int ssh_wait(struct ssh_conn *c, struct ssh_req *r, int (*cancelled)(void *),
 	     void *ctx);
 
 int64_t ssh_now_ns(void);
+/* pthread_cond_wait for at most 20 ms (mu held). */
+void ssh_cond_wait_briefly(pthread_cond_t *cv, pthread_mutex_t *mu);
 
 #endif

@@ -18,13 +18,7 @@
 #define RENAME_NOREPLACE (1 << 0)
 #endif
 
-struct ssh_file {
-	struct ssh_conn *c;
-	LIBSSH2_SFTP_HANDLE *h;
-	unsigned gen;
-	/* One request at a time on a handle: its offset is libssh2's. */
-	pthread_mutex_t lock;
-};
+struct ssh_file;
 
 enum sftp_op {
 	SFTP_STAT,
@@ -32,6 +26,7 @@ enum sftp_op {
 	SFTP_OPEN,
 	SFTP_READ,
 	SFTP_WRITE,
+	SFTP_WRITE_BEHIND,
 	SFTP_FSYNC,
 	SFTP_FSTAT,
 	SFTP_FSETSTAT,
@@ -122,7 +117,67 @@ struct sftp_req {
 	LIBSSH2_SFTP_STATVFS vfs;
 	const char *ext; /* SFTP_EXT: the extension's name */
 	unsigned held;	 /* the slots it holds (bits) */
+	/* lsetstat@openssh.com: an LSTAT sent right behind it, and its
+	 * answer (the file as the change left it, for the getattr that
+	 * follows each change) */
+	bool want_after, got_after;
+	LIBSSH2_SFTP_ATTRIBUTES after;
 };
+
+/* Write-behind: a write is answered once its bytes are in the handle's
+ * buffer, and a request of the connection's thread (the writer) hands
+ * them to libssh2, which keeps many SFTP writes in flight, until a call
+ * that needs them on the node drains it (flush, fsync, fstat, read, close,
+ * a write elsewhere in the file, an extension sent on the other channel).
+ * A write the node refuses is reported by every later write, flush, fsync
+ * and close of the handle. Under sftp_wb_mu. */
+#define SFTP_WB_MAX ((size_t)8 << 20) /* then a write waits for acks */
+static pthread_mutex_t sftp_wb_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sftp_wb_cv = PTHREAD_COND_INITIALIZER;
+static struct ssh_file *sftp_wb_files; /* with bytes not yet acked */
+
+/* Reads that the kernel's parallel read-ahead sends out of order would
+ * each seek, which drops libssh2's read-ahead: the bytes skipped over by
+ * a read ahead of an earlier one are kept for it instead. */
+#define SFTP_SKIP_MAX ((size_t)8 << 20)
+/* A read of at least SFTP_CHUNK_MIN in sequence (the kernel's read-ahead
+ * of a big file) asks SFTP_CHUNK: fewer requests through the connection's
+ * thread, and more of libssh2's read-ahead in flight. */
+#define SFTP_CHUNK_MIN ((size_t)128 << 10)
+#define SFTP_CHUNK     ((size_t)1 << 20)
+
+struct ssh_file {
+	struct ssh_conn *c;
+	LIBSSH2_SFTP_HANDLE *h;
+	unsigned gen;
+	/* One request at a time on a handle: its offset is libssh2's. */
+	pthread_mutex_t lock;
+	/* Write-behind: bytes [w_off, w_off + w_len) of the file at w_buf +
+	 * w_head, not yet acked; w_in and w_acked count bytes ever buffered
+	 * and acked (or dropped by an error). */
+	struct ssh_file *w_next;
+	bool w_listed, w_busy, w_stop;
+	char *w_buf;
+	size_t w_head, w_len, w_cap;
+	off_t w_off;
+	uint64_t w_in, w_acked;
+	int w_err;
+	struct sftp_req w_req;
+	/* Bytes [s_off, s_off + s_len) skipped by a read ahead of its turn;
+	 * where the handle's reads stand (-1: unknown). */
+	char *s_buf;
+	size_t s_len, s_cap;
+	off_t s_off, r_at;
+	/* A file made by the open: its attributes, asked in the same flight
+	 * as the open, for the fstat that follows a create (once, soon). */
+	bool o_have;
+	int64_t o_ns;
+	struct stat o_st;
+};
+
+/* How long the attributes asked with a change stay the answer to the
+ * getattr that follows it: the kernel asks at once. */
+#define SFTP_AFTER_NS 100000000LL
 
 void ssh_sftp_state_free(struct ssh_sftp_state *st)
 {
@@ -230,6 +285,14 @@ static void sftp_lost(struct ssh_req *r)
 
 	q->h = NULL; /* freed with the session */
 	q->held = 0; /* so were the slots */
+	if (q->op == SFTP_WRITE_BEHIND) {
+		pthread_mutex_lock(&sftp_wb_mu);
+		q->f->w_err = -EIO;
+		q->f->w_acked = q->f->w_in;
+		q->f->w_len = 0;
+		pthread_cond_broadcast(&sftp_wb_cv);
+		pthread_mutex_unlock(&sftp_wb_mu);
+	}
 }
 
 /* The link count in OpenSSH's `ls -l` form of an entry ("-rw-r--r--  2
@@ -328,6 +391,57 @@ static int sftp_transfer(struct ssh_conn *c, struct sftp_req *q,
 		q->done += (size_t)n;
 	}
 	return 0;
+}
+
+/* The writer of q->f (see SFTP_WB_MAX): hands libssh2 the buffered bytes
+ * again and again (it sends what it has not sent yet and answers how many
+ * more were acked), until a drain asks it to stop with nothing left. */
+static int sftp_write_behind(struct ssh_conn *c, struct sftp_req *q,
+			     LIBSSH2_SFTP *sftp)
+{
+	struct ssh_file *f = q->f;
+	int rc = -EAGAIN;
+	bool idle;
+
+	pthread_mutex_lock(&sftp_wb_mu);
+	if (q->sub == 0 && f->w_len) {
+		if (libssh2_sftp_tell64(f->h) != (libssh2_uint64_t)f->w_off)
+			libssh2_sftp_seek64(f->h, (libssh2_uint64_t)f->w_off);
+		q->sub = 1;
+	}
+	while (f->w_len) {
+		ssize_t n = libssh2_sftp_write(f->h, f->w_buf + f->w_head,
+					       f->w_len);
+
+		if (n == LIBSSH2_ERROR_EAGAIN || n == 0)
+			break;
+		if (n < 0) {
+			rc = sftp_fail(c, q, sftp, "writing", (long)n);
+			f->w_err = rc;
+			f->w_acked = f->w_in;
+			f->w_len = 0;
+			break;
+		}
+		q->r.progress = true;
+		f->w_head += (size_t)n;
+		f->w_len -= (size_t)n;
+		f->w_off += (off_t)n;
+		f->w_acked += (uint64_t)n;
+	}
+	if (f->w_len == 0) {
+		f->w_head = 0;
+		q->sub = 0; /* the next bytes may start elsewhere */
+		if (f->w_stop && rc == -EAGAIN)
+			rc = 0;
+	}
+	if (q->r.progress || rc != -EAGAIN)
+		pthread_cond_broadcast(&sftp_wb_cv);
+	idle = f->w_len == 0;
+	pthread_mutex_unlock(&sftp_wb_mu);
+	/* Idle, it lets other files' writes have libssh2's one write. */
+	if (rc == -EAGAIN && idle)
+		sftp_release(c, q);
+	return rc;
 }
 
 static void put_u32(unsigned char *p, uint32_t v)
@@ -516,6 +630,64 @@ static int ext_start(struct ssh_conn *c, struct sftp_req *q,
 	}
 }
 
+/* The two u32 at p + *off (n bytes in all) into x and y, *off past them;
+ * false when cut short. */
+static bool ext_get_two(const unsigned char *p, size_t n, size_t *off,
+			unsigned long *x, unsigned long *y)
+{
+	if (n < *off + 8)
+		return false;
+	*x = get_u32(p + *off);
+	*y = get_u32(p + *off + 4);
+	*off += 8;
+	return true;
+}
+
+/* SSH_FXP_ATTRS at p (n bytes) into a; false when cut short. */
+static bool ext_get_attrs(const unsigned char *p, size_t n,
+			  LIBSSH2_SFTP_ATTRIBUTES *a)
+{
+	unsigned long hi, lo;
+	size_t off = 4;
+
+	memset(a, 0, sizeof(*a));
+	if (n < 4)
+		return false;
+	a->flags = get_u32(p);
+	if (a->flags & LIBSSH2_SFTP_ATTR_SIZE) {
+		if (!ext_get_two(p, n, &off, &hi, &lo))
+			return false;
+		a->filesize = ((libssh2_uint64_t)hi << 32) | lo;
+	}
+	if ((a->flags & LIBSSH2_SFTP_ATTR_UIDGID) &&
+	    !ext_get_two(p, n, &off, &a->uid, &a->gid))
+		return false;
+	if (a->flags & LIBSSH2_SFTP_ATTR_PERMISSIONS) {
+		if (n < off + 4)
+			return false;
+		a->permissions = get_u32(p + off);
+		off += 4;
+	}
+	return !(a->flags & LIBSSH2_SFTP_ATTR_ACMODTIME) ||
+	       ext_get_two(p, n, &off, &a->atime, &a->mtime);
+}
+
+/* An SSH_FXP_LSTAT of path after the packet in st->out. */
+static bool ext_put_lstat(struct ssh_sftp_state *st, const char *path)
+{
+	size_t at = st->out_len;
+
+	if (at + 9 > sizeof(st->out))
+		return false;
+	st->out_len += 9;
+	st->out[at + 4] = 7; /* SSH_FXP_LSTAT */
+	put_u32(st->out + at + 5, ++st->id);
+	if (!ext_put_str(st, path))
+		return false;
+	put_u32(st->out + at, (uint32_t)(st->out_len - at - 4));
+	return true;
+}
+
 /* One SSH_FXP_EXTENDED q->ext with q->path and q->path2, or an
  * SSH_FXP_SYMLINK at q->path to q->path2, and its status. */
 static int sftp_ext_step(struct ssh_conn *c, struct sftp_req *q)
@@ -553,6 +725,9 @@ static int sftp_ext_step(struct ssh_conn *c, struct sftp_req *q)
 		if (!ok)
 			return -ENAMETOOLONG;
 		put_u32(st->out, (uint32_t)st->out_len - 4);
+		q->want_after = q->want_after && lset;
+		if (q->want_after && !ext_put_lstat(st, q->path))
+			return -ENAMETOOLONG;
 		q->sub = 1;
 	}
 	if (q->sub == 1) {
@@ -562,13 +737,28 @@ static int sftp_ext_step(struct ssh_conn *c, struct sftp_req *q)
 		st->in_len = 0;
 		q->sub = 2;
 	}
-	rc = ext_read(c, q, st);
-	if (rc)
-		return rc;
-	if (st->in_len < 17 || st->in[4] != 101 ||
-	    get_u32(st->in + 5) != st->id)
-		return ext_broken(st, q, "an answer out of place");
-	q->status = get_u32(st->in + 9);
+	if (q->sub == 2) {
+		rc = ext_read(c, q, st);
+		if (rc)
+			return rc;
+		if (st->in_len < 17 || st->in[4] != 101 ||
+		    get_u32(st->in + 5) != st->id - (q->want_after ? 1 : 0))
+			return ext_broken(st, q, "an answer out of place");
+		q->status = get_u32(st->in + 9);
+		st->in_len = 0;
+		q->sub = 3;
+	}
+	if (q->want_after) { /* the LSTAT's answer: ATTRS or STATUS */
+		rc = ext_read(c, q, st);
+		if (rc)
+			return rc;
+		if (st->in_len < 9 || get_u32(st->in + 5) != st->id ||
+		    (st->in[4] != 105 && st->in[4] != 101))
+			return ext_broken(st, q, "an answer out of place");
+		q->got_after =
+			st->in[4] == 105 &&
+			ext_get_attrs(st->in + 9, st->in_len - 9, &q->after);
+	}
 	rc = sftp_errno(q->status);
 	if (rc)
 		snprintf(q->r.err, sizeof(q->r.err), "%s %s on %s: %s",
@@ -588,6 +778,7 @@ static enum sftp_slot sftp_slot_of(enum sftp_op op)
 	case SFTP_READ:
 		return SLOT_READ;
 	case SFTP_WRITE:
+	case SFTP_WRITE_BEHIND:
 		return SLOT_WRITE;
 	case SFTP_FSYNC:
 		return SLOT_FSYNC;
@@ -618,9 +809,9 @@ static enum sftp_slot sftp_slot_of(enum sftp_op op)
 
 static bool sftp_on_file(enum sftp_op op)
 {
-	return op == SFTP_READ || op == SFTP_WRITE || op == SFTP_FSYNC ||
-	       op == SFTP_FSTAT || op == SFTP_FSETSTAT || op == SFTP_CLOSE ||
-	       op == SFTP_FSTATVFS;
+	return op == SFTP_READ || op == SFTP_WRITE || op == SFTP_WRITE_BEHIND ||
+	       op == SFTP_FSYNC || op == SFTP_FSTAT || op == SFTP_FSETSTAT ||
+	       op == SFTP_CLOSE || op == SFTP_FSTATVFS;
 }
 
 static int sftp_do(struct ssh_conn *c, struct sftp_req *q, LIBSSH2_SFTP *sftp)
@@ -643,6 +834,8 @@ static int sftp_do(struct ssh_conn *c, struct sftp_req *q, LIBSSH2_SFTP *sftp)
 	case SFTP_READ:
 	case SFTP_WRITE:
 		return sftp_transfer(c, q, sftp);
+	case SFTP_WRITE_BEHIND:
+		return sftp_write_behind(c, q, sftp);
 	case SFTP_FSYNC:
 		rc = libssh2_sftp_fsync(q->f->h);
 		return rc ? sftp_fail(c, q, sftp, "syncing", rc) : 0;
@@ -727,17 +920,24 @@ static int sftp_step(struct ssh_conn *c, struct ssh_req *r)
 	return rc;
 }
 
-static int sftp_run(struct ssh_conn *c, struct sftp_req *q)
-{
-	int rc;
+static void sftp_wb_settle(const struct ssh_conn *c);
 
+/* Queue q (sftp_end waits for it): requests started one after the other
+ * are in flight together when they are of different kinds, and the
+ * server answers them in order. */
+static int sftp_start(struct ssh_conn *c, struct sftp_req *q)
+{
 	q->r.step = sftp_step;
 	q->r.lost = sftp_lost;
 	/* Idempotent requests may be sent again on a new session. */
 	q->r.retry_ok = q->op == SFTP_STAT || q->op == SFTP_LIST ||
 			q->op == SFTP_READLINK || q->op == SFTP_STATVFS;
 	q->r.deadline_ns = 0;
-	rc = ssh_submit(c, &q->r);
+	return ssh_submit(c, &q->r);
+}
+
+static int sftp_end(struct ssh_conn *c, struct sftp_req *q, int rc)
+{
 	if (rc == 0)
 		rc = ssh_wait(c, &q->r, NULL, NULL);
 	if (rc == -ECONNRESET || rc == -ESHUTDOWN)
@@ -745,13 +945,108 @@ static int sftp_run(struct ssh_conn *c, struct sftp_req *q)
 	return rc;
 }
 
-/* A request on an open file (kernel read-ahead reads in parallel). */
+static int sftp_run(struct ssh_conn *c, struct sftp_req *q)
+{
+	int rc;
+
+	/* The other channel's requests are not ordered after this one's
+	 * writes: the writes in flight land first (a time set after them). */
+	if (q->op == SFTP_EXT || q->op == SFTP_SYMLINK)
+		sftp_wb_settle(c);
+
+	rc = sftp_start(c, q);
+	return sftp_end(c, q, rc);
+}
+
+static int sftp_explain_file(struct ssh_file *f, bool grows, int rc);
+
+/* Whether f's writer ended without being drained (an error, or the
+ * connection gone: then nothing acks its bytes any more); sftp_wb_mu
+ * held. */
+static bool sftp_wb_dead(const struct ssh_file *f)
+{
+	return f->w_busy && ssh_req_done(f->c, &f->w_req.r);
+}
+
+/* Wait for the writers' news (sftp_wb_mu held); a writer ended by the
+ * connection's end tells nothing, hence the bound. */
+static void sftp_wb_wait(void)
+{
+	ssh_cond_wait_briefly(&sftp_wb_cv, &sftp_wb_mu);
+}
+
+/* Stop the writer of f once every byte buffered is acked (f->lock held):
+ * 0, or the error of a write the node refused. */
+static int sftp_wb_drain(struct ssh_file *f)
+{
+	int rc = 0;
+
+	if (f->w_busy) {
+		pthread_mutex_lock(&sftp_wb_mu);
+		f->w_stop = true;
+		pthread_mutex_unlock(&sftp_wb_mu);
+		ssh_wake(f->c); /* an idle writer waits for the socket */
+		rc = ssh_wait(f->c, &f->w_req.r, NULL, NULL);
+	}
+	if (f->w_busy && rc == -EIO && f->w_req.status == LIBSSH2_FX_FAILURE) {
+		f->w_req.status = 0; /* explained once */
+		rc = sftp_explain_file(f, true, rc);
+		pthread_mutex_lock(&sftp_wb_mu);
+		f->w_err = rc;
+		pthread_mutex_unlock(&sftp_wb_mu);
+	}
+	pthread_mutex_lock(&sftp_wb_mu);
+	if (f->w_busy && rc && !f->w_err)
+		f->w_err = rc == -ECONNRESET || rc == -ESHUTDOWN ? -EIO : rc;
+	if (f->w_err) { /* what was not acked is lost */
+		f->w_acked = f->w_in;
+		f->w_len = 0;
+	}
+	f->w_busy = false;
+	if (f->w_listed) {
+		struct ssh_file **pp = &sftp_wb_files;
+
+		while (*pp != f)
+			pp = &(*pp)->w_next;
+		*pp = f->w_next;
+		f->w_listed = false;
+	}
+	rc = f->w_err;
+	pthread_mutex_unlock(&sftp_wb_mu);
+	return rc;
+}
+
+/* Wait until every byte the files of c buffered is acked (a writer keeps
+ * going until its bytes are). */
+static void sftp_wb_settle(const struct ssh_conn *c)
+{
+	pthread_mutex_lock(&sftp_wb_mu);
+	for (;;) {
+		const struct ssh_file *f = sftp_wb_files;
+
+		while (f && (f->c != c || !f->w_busy || f->w_acked >= f->w_in ||
+			     sftp_wb_dead(f)))
+			f = f->w_next;
+		if (!f)
+			break;
+		sftp_wb_wait();
+	}
+	pthread_mutex_unlock(&sftp_wb_mu);
+}
+
+/* A request on an open file (kernel read-ahead reads in parallel), after
+ * the file's own writes. */
 static int sftp_run_file(struct sftp_req *q)
 {
 	int rc;
 
 	pthread_mutex_lock(&q->f->lock);
-	rc = sftp_run(q->f->c, q);
+	if (q->op == SFTP_FSETSTAT)
+		q->f->s_len = 0; /* a new size or mode: read again */
+	q->f->o_have = false;
+	rc = sftp_wb_drain(q->f);
+	if (rc == 0)
+		rc = sftp_run(q->f->c, q);
 	pthread_mutex_unlock(&q->f->lock);
 	return rc;
 }
@@ -853,7 +1148,8 @@ static int sftp_explain_file(struct ssh_file *f, bool grows, int rc)
 	struct sftp_req q = {.op = SFTP_FSTATVFS, .f = f};
 	struct statvfs v;
 
-	if (sftp_run_file(&q) != 0)
+	/* f->lock held: after the file's writes */
+	if (sftp_run(f->c, &q) != 0)
 		return rc;
 	sftp_to_statvfs(&q.vfs, &v);
 	if (v.f_flag & ST_RDONLY)
@@ -889,7 +1185,8 @@ int ssh_sftp_readdir(struct ssh_conn *c, const char *path,
 int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 		  struct ssh_file **out)
 {
-	struct sftp_req q = {.op = SFTP_OPEN, .path = path, .mode = mode};
+	struct sftp_req q = {.op = SFTP_OPEN, .path = path, .mode = mode},
+			s = {.op = SFTP_STAT, .path = path};
 	int acc = flags & O_ACCMODE, rc;
 	struct stat st;
 
@@ -903,7 +1200,22 @@ int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 	if (!*out)
 		return -ENOMEM;
 	(*out)->gen = ssh_conn_generation(c);
-	rc = sftp_run(c, &q);
+	if (flags & O_CREAT) {
+		/* the kernel asks the attributes of what it made next */
+		int src;
+
+		rc = sftp_start(c, &q);
+		src = rc ? rc : sftp_start(c, &s);
+		rc = sftp_end(c, &q, rc);
+		src = sftp_end(c, &s, src);
+		if (rc == 0 && src == 0) {
+			sftp_to_stat(&s.attrs, 0, &(*out)->o_st);
+			(*out)->o_ns = ssh_now_ns();
+			(*out)->o_have = true;
+		}
+	} else {
+		rc = sftp_run(c, &q);
+	}
 	if (sftp_failure(&q, rc)) {
 		if (ssh_sftp_stat(c, path, &st) != 0)
 			rc = sftp_explain(c, path, true, rc);
@@ -921,6 +1233,7 @@ int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 	}
 	(*out)->c = c;
 	(*out)->h = q.h;
+	(*out)->r_at = -1;
 	pthread_mutex_init(&(*out)->lock, NULL);
 	if ((flags & O_CREAT) && (mode & SFTP_UMASKED)) {
 		/* The caller's umask is applied already; not the server's
@@ -929,34 +1242,204 @@ int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 
 		m.attrs.flags = LIBSSH2_SFTP_ATTR_PERMISSIONS;
 		m.attrs.permissions = mode & 07777;
-		(void)sftp_run_file(&m);
+		bool had = (*out)->o_have;
+
+		if (sftp_run_file(&m) == 0 && had) {
+			(*out)->o_have = true; /* sftp_run_file dropped it */
+			(*out)->o_st.st_mode = ((*out)->o_st.st_mode & S_IFMT) |
+					       (mode & 07777);
+		}
 	}
 	/* The session the handle belongs to (a reconnect may have happened
 	 * between the look and the open: then the first use fails). */
 	return 0;
 }
 
+/* Read size bytes at off into f->s_buf (grown to hold them), which then
+ * keeps [off, off + what came); 0 or -errno. */
+static int sftp_read_keep(struct ssh_file *f, off_t off, size_t size)
+{
+	struct sftp_req k = {.op = SFTP_READ, .f = f, .off = off};
+	int rc;
+
+	if (size > f->s_cap) {
+		char *nb = realloc(f->s_buf, size);
+
+		if (!nb)
+			return -ENOMEM;
+		f->s_buf = nb;
+		f->s_cap = size;
+	}
+	k.buf = f->s_buf;
+	k.size = size;
+	f->s_len = 0;
+	f->r_at = -1;
+	rc = sftp_run(f->c, &k);
+	if (rc)
+		return rc;
+	f->s_off = off;
+	f->s_len = k.done;
+	f->r_at = off + (off_t)k.done;
+	return 0;
+}
+
+/* Read at off with f->lock held. A read ahead of the handle's offset
+ * (within SFTP_SKIP_MAX) keeps the bytes it skips for the earlier one; a
+ * big read in sequence asks SFTP_CHUNK at once (libssh2 then keeps four
+ * times that in flight) and keeps what the next reads will want. */
+static int sftp_read_locked(struct ssh_file *f, char *buf, size_t size,
+			    off_t off)
+{
+	size_t got = 0;
+	int rc;
+
+	for (;;) {
+		struct sftp_req q = {.op = SFTP_READ, .f = f};
+		off_t at = f->r_at;
+
+		if (f->s_len && off >= f->s_off &&
+		    off < f->s_off + (off_t)f->s_len) {
+			size_t n = (size_t)(f->s_off + (off_t)f->s_len - off);
+
+			if (n > size - got)
+				n = size - got;
+			memcpy(buf + got, f->s_buf + (off - f->s_off), n);
+			got += n;
+			off += (off_t)n;
+			if (got == size)
+				return (int)got;
+			continue;
+		}
+		if (at >= 0 && off > at &&
+		    (size_t)(off - at) <= SFTP_SKIP_MAX) {
+			rc = sftp_read_keep(f, at, (size_t)(off - at));
+			if (rc)
+				return rc;
+			if (f->r_at != off)
+				return (int)got; /* the end of the file */
+		} else if (size - got >= SFTP_CHUNK_MIN &&
+			   (at < 0 || off == at)) {
+			rc = sftp_read_keep(f, off, SFTP_CHUNK);
+			if (rc)
+				return rc;
+			if (f->s_len == 0)
+				return (int)got;
+			continue;
+		}
+		q.buf = buf + got;
+		q.size = size - got;
+		q.off = off;
+		f->r_at = -1;
+		rc = sftp_run(f->c, &q);
+		if (rc)
+			return rc;
+		f->r_at = off + (off_t)q.done;
+		return (int)(got + q.done);
+	}
+}
+
 int ssh_sftp_read(struct ssh_file *f, char *buf, size_t size, off_t off)
 {
-	struct sftp_req q = {
-		.op = SFTP_READ, .f = f, .buf = buf, .size = size, .off = off};
-	int rc = sftp_run_file(&q);
+	int rc;
 
-	return rc ? rc : (int)q.done;
+	pthread_mutex_lock(&f->lock);
+	rc = sftp_wb_drain(f);
+	if (rc == 0)
+		rc = sftp_read_locked(f, buf, size, off);
+	pthread_mutex_unlock(&f->lock);
+	return rc;
+}
+
+/* Put size bytes at off in f's buffer (f->lock held), the writer given
+ * them; 0, or -errno. */
+static int sftp_wb_put(struct ssh_file *f, const char *buf, size_t size,
+		       off_t off)
+{
+	pthread_mutex_lock(&sftp_wb_mu);
+	if (f->w_head + f->w_len + size > f->w_cap) {
+		size_t cap = f->w_cap ? f->w_cap : 65536;
+		char *nb;
+
+		if (f->w_head) { /* the acked bytes go */
+			memmove(f->w_buf, f->w_buf + f->w_head, f->w_len);
+			f->w_head = 0;
+		}
+		while (cap < f->w_len + size)
+			cap *= 2;
+		nb = cap > f->w_cap ? realloc(f->w_buf, cap) : f->w_buf;
+		if (!nb) {
+			pthread_mutex_unlock(&sftp_wb_mu);
+			return -ENOMEM;
+		}
+		f->w_buf = nb;
+		f->w_cap = cap > f->w_cap ? cap : f->w_cap;
+	}
+	if (f->w_len == 0)
+		f->w_off = off;
+	memcpy(f->w_buf + f->w_head + f->w_len, buf, size);
+	f->w_len += size;
+	f->w_in += size;
+	if (!f->w_listed) {
+		f->w_next = sftp_wb_files;
+		sftp_wb_files = f;
+		f->w_listed = true;
+	}
+	if (!f->w_busy) {
+		f->w_busy = true; /* before it is submitted: see settle */
+		f->w_stop = false;
+		pthread_mutex_unlock(&sftp_wb_mu);
+		f->w_req = (struct sftp_req){.op = SFTP_WRITE_BEHIND, .f = f};
+		f->w_req.r.step = sftp_step;
+		f->w_req.r.lost = sftp_lost;
+		if (ssh_submit(f->c, &f->w_req.r) == 0)
+			return 0;
+		pthread_mutex_lock(&sftp_wb_mu);
+		f->w_busy = false;
+		f->w_len = 0;
+		f->w_acked = f->w_in;
+		f->w_err = -EIO;
+		pthread_mutex_unlock(&sftp_wb_mu);
+		return -EIO;
+	}
+	/* Too much in flight: wait for acks, not for all of them. */
+	while (f->w_len > SFTP_WB_MAX && !f->w_err && !sftp_wb_dead(f))
+		sftp_wb_wait();
+	pthread_mutex_unlock(&sftp_wb_mu);
+	ssh_wake(f->c);
+	return 0;
 }
 
 int ssh_sftp_write(struct ssh_file *f, const char *buf, size_t size, off_t off)
 {
-	struct sftp_req q = {.op = SFTP_WRITE,
-			     .f = f,
-			     .cbuf = buf,
-			     .size = size,
-			     .off = off};
-	int rc = sftp_run_file(&q);
+	int rc;
 
-	if (sftp_failure(&q, rc))
-		rc = sftp_explain_file(f, true, rc);
-	return rc ? rc : (int)q.done;
+	pthread_mutex_lock(&f->lock);
+	f->s_len = 0; /* the bytes kept for reads may change */
+	f->r_at = -1;
+	f->o_have = false;
+	pthread_mutex_lock(&sftp_wb_mu);
+	rc = f->w_err;
+	/* elsewhere than where the last write ended: those first */
+	if (rc == 0 && f->w_busy && off != f->w_off + (off_t)f->w_len) {
+		pthread_mutex_unlock(&sftp_wb_mu);
+		rc = sftp_wb_drain(f);
+		pthread_mutex_lock(&sftp_wb_mu);
+	}
+	pthread_mutex_unlock(&sftp_wb_mu);
+	if (rc == 0)
+		rc = sftp_wb_put(f, buf, size, off);
+	pthread_mutex_unlock(&f->lock);
+	return rc ? rc : (int)size;
+}
+
+int ssh_sftp_flush(struct ssh_file *f)
+{
+	int rc;
+
+	pthread_mutex_lock(&f->lock);
+	rc = sftp_wb_drain(f);
+	pthread_mutex_unlock(&f->lock);
+	return rc;
 }
 
 int ssh_sftp_fsync(struct ssh_file *f)
@@ -970,7 +1453,19 @@ int ssh_sftp_fsync(struct ssh_file *f)
 int ssh_sftp_fstat(struct ssh_file *f, struct stat *st)
 {
 	struct sftp_req q = {.op = SFTP_FSTAT, .f = f};
-	int rc = sftp_run_file(&q);
+	int rc;
+
+	/* Right after a create, nothing written: asked with the open. */
+	pthread_mutex_lock(&f->lock);
+	if (f->o_have && f->w_in == 0 &&
+	    ssh_now_ns() - f->o_ns < SFTP_AFTER_NS) {
+		f->o_have = false;
+		*st = f->o_st;
+		pthread_mutex_unlock(&f->lock);
+		return 0;
+	}
+	pthread_mutex_unlock(&f->lock);
+	rc = sftp_run_file(&q);
 
 	if (rc == 0)
 		sftp_to_stat(&q.attrs, 0, st);
@@ -1006,39 +1501,56 @@ int ssh_sftp_fsetsize(struct ssh_file *f, off_t size)
 	q.attrs.flags = LIBSSH2_SFTP_ATTR_SIZE;
 	q.attrs.filesize = (libssh2_uint64_t)size;
 	rc = sftp_run_file(&q);
-	if (sftp_failure(&q, rc) && ssh_sftp_fstat(f, &st) == 0)
-		rc = sftp_size_failed(rc, size, st.st_size,
-				      sftp_explain_file(f, false, rc));
+	if (sftp_failure(&q, rc) && ssh_sftp_fstat(f, &st) == 0) {
+		int why;
+
+		pthread_mutex_lock(&f->lock);
+		why = sftp_explain_file(f, false, rc);
+		pthread_mutex_unlock(&f->lock);
+		rc = sftp_size_failed(rc, size, st.st_size, why);
+	}
 	return rc;
 }
 
 int ssh_sftp_close(struct ssh_file *f)
 {
 	struct sftp_req q = {.op = SFTP_CLOSE, .f = f};
-	int rc = sftp_run_file(&q);
+	int rc, wrc;
 
+	pthread_mutex_lock(&f->lock);
+	wrc = sftp_wb_drain(f);
+	rc = sftp_run(f->c, &q);
+	pthread_mutex_unlock(&f->lock);
 	pthread_mutex_destroy(&f->lock);
+	free(f->w_buf);
+	free(f->s_buf);
 	free(f);
-	return rc;
+	return wrc ? wrc : rc;
 }
 
 /* SETSTAT; "permission denied" is `denied` (EPERM for what only the
  * owner may do). */
 static int sftp_setstat(struct ssh_conn *c, const char *path,
-			const LIBSSH2_SFTP_ATTRIBUTES *a, int denied)
+			const LIBSSH2_SFTP_ATTRIBUTES *a, int denied,
+			struct stat *after)
 {
 	struct sftp_req q = {.op = SFTP_SETSTAT, .path = path};
 	struct stat st;
 	int rc;
 
 	q.attrs = *a;
+	if (after)
+		after->st_mode = 0; /* unknown */
 	if (!(a->flags &
 	      (LIBSSH2_SFTP_ATTR_SIZE | LIBSSH2_SFTP_ATTR_PERMISSIONS))) {
 		/* Owners and times of a symbolic link are its own (SETSTAT
 		 * would follow it). */
 		q.op = SFTP_EXT;
 		q.ext = "lsetstat@openssh.com";
+		q.want_after = after != NULL;
 		rc = sftp_run(c, &q);
+		if (rc == 0 && after && q.got_after)
+			sftp_to_stat(&q.after, 0, after);
 		if (rc != -EOPNOTSUPP || q.status == LIBSSH2_FX_OP_UNSUPPORTED)
 			goto out;
 		rc = ssh_sftp_stat(c, path, &st);
@@ -1063,7 +1575,7 @@ int ssh_sftp_setsize(struct ssh_conn *c, const char *path, off_t size)
 	int rc;
 
 	a.filesize = (libssh2_uint64_t)size;
-	rc = sftp_setstat(c, path, &a, -EACCES);
+	rc = sftp_setstat(c, path, &a, -EACCES, NULL);
 	if (rc == -EIO && ssh_sftp_stat(c, path, &st) == 0 &&
 	    S_ISREG(st.st_mode))
 		rc = sftp_size_failed(rc, size, st.st_size, rc);
@@ -1222,11 +1734,11 @@ int ssh_sftp_chmod(struct ssh_conn *c, const char *path, mode_t mode)
 	LIBSSH2_SFTP_ATTRIBUTES a = {.flags = LIBSSH2_SFTP_ATTR_PERMISSIONS};
 
 	a.permissions = mode & 07777;
-	return sftp_setstat(c, path, &a, -EPERM);
+	return sftp_setstat(c, path, &a, -EPERM, NULL);
 }
 
 int ssh_sftp_chown(struct ssh_conn *c, const char *path, unsigned long uid,
-		   unsigned long gid)
+		   unsigned long gid, struct stat *after)
 {
 	LIBSSH2_SFTP_ATTRIBUTES a = {.flags = LIBSSH2_SFTP_ATTR_UIDGID};
 	struct stat st;
@@ -1244,7 +1756,7 @@ int ssh_sftp_chown(struct ssh_conn *c, const char *path, unsigned long uid,
 	}
 	a.uid = uid;
 	a.gid = gid;
-	return sftp_setstat(c, path, &a, -EPERM);
+	return sftp_setstat(c, path, &a, -EPERM, after);
 }
 
 /* A time as SFTP version 3 carries it: whole seconds from 1970 in 32
@@ -1263,7 +1775,7 @@ static int sftp_time(const struct timespec *t, time_t now, time_t was,
 }
 
 int ssh_sftp_utimens(struct ssh_conn *c, const char *path,
-		     const struct timespec tv[2])
+		     const struct timespec tv[2], struct stat *after)
 {
 	LIBSSH2_SFTP_ATTRIBUTES a = {.flags = LIBSSH2_SFTP_ATTR_ACMODTIME};
 	struct stat st = {0};
@@ -1282,7 +1794,10 @@ int ssh_sftp_utimens(struct ssh_conn *c, const char *path,
 		rc = sftp_time(&tv[1], time(NULL), st.st_mtime, &a.mtime);
 	/* Explicit times are the owner's to set; "now" anyone's who may
 	 * write. */
-	return rc ? rc : sftp_setstat(c, path, &a, own ? -EPERM : -EACCES);
+	if (after)
+		after->st_mode = 0;
+	return rc ? rc
+		  : sftp_setstat(c, path, &a, own ? -EPERM : -EACCES, after);
 }
 
 int ssh_sftp_readlink(struct ssh_conn *c, const char *path, char *buf,

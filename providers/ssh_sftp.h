@@ -28,7 +28,11 @@ int ssh_sftp_readdir(struct ssh_conn *c, const char *path,
 int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 		  struct ssh_file **out);
 int ssh_sftp_read(struct ssh_file *f, char *buf, size_t size, off_t off);
+/* Answered once the bytes are buffered (write-behind): a write the node
+ * refuses is the error of every later write, flush, fsync and close. */
 int ssh_sftp_write(struct ssh_file *f, const char *buf, size_t size, off_t off);
+/* Every write made so far on the node: 0, or the error of one. */
+int ssh_sftp_flush(struct ssh_file *f);
 int ssh_sftp_fsync(struct ssh_file *f);
 int ssh_sftp_fstat(struct ssh_file *f, struct stat *st);
 int ssh_sftp_fstatvfs(struct ssh_file *f, struct statvfs *st);
@@ -48,14 +52,16 @@ int ssh_sftp_rename(struct ssh_conn *c, const char *from, const char *to,
 int ssh_sftp_link(struct ssh_conn *c, const char *from, const char *to);
 /* A symbolic link at path with the given target. */
 int ssh_sftp_symlink(struct ssh_conn *c, const char *target, const char *path);
+/* after: when not NULL, the attributes the change left, asked in the
+ * same flight (st_mode 0 when unknown), for the getattr that follows. */
 /* (unsigned long)-1: that one unchanged. */
 int ssh_sftp_chown(struct ssh_conn *c, const char *path, unsigned long uid,
-		   unsigned long gid);
+		   unsigned long gid, struct stat *after);
 int ssh_sftp_chmod(struct ssh_conn *c, const char *path, mode_t mode);
 /* -EOVERFLOW for a time before 1970 or from 2106 (2^32 s) on; parts of a
  * second are dropped. */
 int ssh_sftp_utimens(struct ssh_conn *c, const char *path,
-		     const struct timespec tv[2]);
+		     const struct timespec tv[2], struct stat *after);
 int ssh_sftp_readlink(struct ssh_conn *c, const char *path, char *buf,
 		      size_t size);
 

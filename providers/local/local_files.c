@@ -370,6 +370,13 @@ static int local_files_write(struct provider *p, uint64_t fh, const char *buf,
 	return n < 0 ? -errno : (int)n;
 }
 
+/* The handle is the node file's own descriptor. */
+static int local_files_fd(struct provider *p, uint64_t fh)
+{
+	(void)p;
+	return (int)fh;
+}
+
 static int local_files_fsync(struct provider *p, uint64_t fh)
 {
 	(void)p;
@@ -716,6 +723,7 @@ const struct provider_file_ops local_file_ops = {
 	.read = local_files_read,
 	.write = local_files_write,
 	.fsync = local_files_fsync,
+	.fd = local_files_fd,
 	.fgetattr = local_files_fgetattr,
 	.ftruncate = local_files_ftruncate,
 	.close = local_files_close,
