@@ -108,12 +108,7 @@ static void cluster_exec_all_nodes(struct cluster_exec_one *xs, size_t n,
 	while (all.finished < n) {
 		struct timespec until;
 
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += 20L * 1000000;
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
+		model_timespec(model_now() + 20L * 1000000, &until);
 		pthread_cond_timedwait(&all.done, &all.lock, &until);
 		if (cancelled && cancelled(cancel_ctx))
 			atomic_store(&all.stop, 1);

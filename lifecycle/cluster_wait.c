@@ -72,12 +72,6 @@ static int64_t cluster_wait_timeout(struct model *m, const struct cluster *c)
 	return s > 0 && isfinite(s) ? (int64_t)(s * 1e9) : 0;
 }
 
-static void cluster_wait_until(struct timespec *ts, int64_t ns)
-{
-	ts->tv_sec = (time_t)(ns / 1000000000);
-	ts->tv_nsec = (long)(ns % 1000000000);
-}
-
 int cluster_wait(struct model *m, const char *handle, const char *node,
 		 const char *text, size_t len, int (*cancelled)(void *),
 		 void *cancel_ctx, int *out_fd)
@@ -137,7 +131,7 @@ int cluster_wait(struct model *m, const char *handle, const char *node,
 		next = now + CLUSTER_WAIT_TICK_NS;
 		if (deadline && deadline < next)
 			next = deadline;
-		cluster_wait_until(&ts, next);
+		model_timespec(next, &ts);
 		pthread_cond_timedwait(&m->changed_cond, &m->lock, &ts);
 	}
 	pthread_mutex_unlock(&m->lock);

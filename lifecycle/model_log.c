@@ -18,6 +18,12 @@ int64_t model_now(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+void model_timespec(int64_t ns, struct timespec *ts)
+{
+	ts->tv_sec = (time_t)(ns / 1000000000);
+	ts->tv_nsec = (long)(ns % 1000000000);
+}
+
 void model_notify_path(struct model *m, const char *path)
 {
 	pthread_cond_broadcast(&m->changed_cond);

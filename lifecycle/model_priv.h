@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
 #define MODEL_ERR_MAX 1024
 
@@ -62,6 +63,9 @@ struct model {
 };
 
 int64_t model_now(void);
+/* A model_now() time as the timespec pthread_cond_timedwait takes (the
+ * condition variables of lifecycle/ use the realtime clock). */
+void model_timespec(int64_t ns, struct timespec *ts);
 /* Tell the filesystem that a mount-relative path changed. */
 void model_notify_path(struct model *m, const char *path);
 /* Append a line to the log of `subject` ("contracts", "clusters/H"). */
