@@ -52,7 +52,8 @@
 # read ~/.bashrc (Debian's bash does for commands run by sshd otherwise).
 # Each host has a home of its own, HOSTDIR/home (sshd sets HOME there; the
 # login directory stays root's): the keys a command adds to
-# ~/.ssh/authorized_keys there are accepted by that host only.
+# ~/.ssh/authorized_keys there are accepted by that host only. Each also has
+# a TMPDIR of its own, HOSTDIR/tmp.
 # TESTHOSTS_SETENV adds NAME=VALUE words to the sessions' environment.
 #
 # Delayed ACKs: on loopback, sshd's small writes meet the peer's delayed ACK
@@ -211,6 +212,12 @@ _testhosts_host_files() { # absdir hostdir listen
 	# Its own home (HOME), as a machine of its own: what a command puts in
 	# ~/.ssh/authorized_keys there, this host accepts.
 	mkdir -p "$h/home" || return 1
+	# And its own TMPDIR: programs that keep per-machine state in the
+	# temporary directory must not meet their twin of another test host.
+	# Open MPI's daemons do: each one writes hwloc.sm in a session directory
+	# named after the host name (the same on every test host) and segfaults
+	# now and then when another daemon of the job rewrites the same file.
+	mkdir -p "$h/tmp" || return 1
 	keyfiles+=" \"$h/home/.ssh/authorized_keys\""
 	if [ ! -f "$h/ssh_host_ed25519_key" ] || [ ! -f "$h/ssh_host_ed25519_key.pub" ]; then
 		rm -f "$h/ssh_host_ed25519_key" "$h/ssh_host_ed25519_key.pub"
@@ -229,7 +236,7 @@ _testhosts_host_files() { # absdir hostdir listen
 		KbdInteractiveAuthentication no
 		StrictModes no
 		PermitUserRC no
-		SetEnv SHLVL=1 HOME=$h/home $TESTHOSTS_SETENV
+		SetEnv SHLVL=1 HOME=$h/home TMPDIR=$h/tmp $TESTHOSTS_SETENV
 		PrintMotd no
 		PrintLastLog no
 		LogLevel ERROR
