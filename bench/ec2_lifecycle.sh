@@ -12,10 +12,14 @@
 # the read of the state it reaches (state polled every 5 ms). The fake
 # counts the calls of each transition (its call counters are reset in
 # between). The fake's instances turn running after one DescribeInstances
-# and once their sshd listens, stop and terminate after one more.
+# and once their sshd listens, stop and terminate after one more. The
+# cluster of RESIZE_FROM nodes (default 8) is also grown to RESIZE_TO
+# (default 64) and shrunk back between resume and terminate (`echo 64 >
+# clusters/H/node_count`, then `echo running > clusters/H/wait`).
 #
-# What the issue asks: the calls per operation do not grow with N (except
-# for pagination, 1000 instances per page); results go to
+# What the issues ask: the calls per operation do not grow with N (except
+# for pagination, 1000 instances per page), and a grow is one launch call
+# (RunInstances:1 in its detail); results go to
 # bench/results/ec2_lifecycle.txt and .csv (overwritten). Exit status is
 # non-zero only when the benchmark could not run.
 set -euo pipefail
@@ -26,6 +30,8 @@ BIN=$REPO/build/cclfs
 OUT=$REPO/bench/results
 SIZES=${SIZES:-"1 8 64"}
 LATENCY_MS=${LATENCY_MS:-50}
+RESIZE_FROM=${RESIZE_FROM:-8}
+RESIZE_TO=${RESIZE_TO:-64}
 
 [ -x "$BIN" ] || {
 	echo "build cclfs first (cmake --build build)" >&2
@@ -130,7 +136,9 @@ for n in $SIZES; do
 	echo ec2 >"contracts/b$n/node_provider"
 	echo t3.micro >"contracts/b$n/node_machinetype"
 	echo "$n" >"contracts/b$n/node_count"
-	for op in deploy interrupt resume terminate; do
+	ops="deploy interrupt resume terminate"
+	[ "$n" != "$RESIZE_FROM" ] || ops="deploy interrupt resume grow shrink terminate"
+	for op in $ops; do
 		fake POST /_fake/reset-calls >/dev/null
 		case $op in
 		deploy)
@@ -151,6 +159,19 @@ for n in $SIZES; do
 		interrupt) ms=$(transition "clusters/h$n/state" interrupted interrupted) ;;
 		resume) ms=$(transition "clusters/h$n/state" resumed running) ;;
 		terminate) ms=$(transition "clusters/h$n/state" terminated terminated) ;;
+		grow | shrink)
+			to=$RESIZE_TO
+			[ "$op" = grow ] || to=$n
+			t0=$(now_us)
+			echo "$to" >"clusters/h$n/node_count"
+			echo running >"clusters/h$n/wait"
+			ms=$((($(now_us) - t0) / 1000))
+			[ "$(ls "clusters/h$n/nodes" | wc -l)" = "$to" ] || {
+				echo "$op: the cluster has $(ls "clusters/h$n/nodes" | wc -l) nodes, not $to" >&2
+				exit 1
+			}
+			op="$op->$to"
+			;;
 		esac
 		read -r total detail <<<"$(calls)"
 		printf '%s,%s,%s,%s,%s\n' "$n" "$op" "$ms" "$total" "$detail" >>"$DIR/ec2_lifecycle.csv"

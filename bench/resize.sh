@@ -18,9 +18,9 @@
 # Rounds interleave grow/shrink and deploy (which goes first alternates);
 # medians are reported. No target is set by the issue for these times: the
 # numbers and the ratio grow/deploy (what adding 240 ranks costs against
-# making 256) go to bench/results/resize.txt (overwritten). An ec2 resize
-# (8 to 64 against the fake) is not measured: the ec2 provider cannot
-# resize a cluster yet. Exit status is non-zero only when the benchmark
+# making 256) go to bench/results/resize.txt (overwritten). The ec2 resize
+# (8 to 64 against the fake: calls and time) is measured by
+# bench/ec2_lifecycle.sh. Exit status is non-zero only when the benchmark
 # could not run.
 set -euo pipefail
 export LC_ALL=C

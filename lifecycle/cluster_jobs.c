@@ -17,6 +17,7 @@
 #include "providers/provider.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -322,6 +323,8 @@ static int cluster_job_step(struct model *m, const char *handle,
 		cluster_batch_free(&cb);
 		return 0;
 	}
+	/* A shrink's terminate: only these ranks go. */
+	cb.b.resize = during == CLUSTER_RESIZING;
 	c = cluster_batch_run(m, handle, &cb, a, &rc);
 	if (!c) {
 		cluster_batch_free(&cb);
@@ -523,16 +526,30 @@ static void cluster_job_resize(struct model *m, struct cluster *c,
 	}
 	for (;;) {
 		struct cluster_batch cb = {.cancel = cancel};
+		size_t max = CLUSTER_DEPLOY_STEP;
 
 		c = cluster_find(m, handle);
 		if (!c || c->state != CLUSTER_RESIZING)
 			return;
-		if (cluster_batch_take(m, c, cluster_node_creating,
-				       CLUSTER_DEPLOY_STEP, NULL, &cb) ||
+		/* A provider that launches a role whole gets every new rank
+		 * in one call. */
+		for (size_t i = 0; i < c->nnodes; i++)
+			if (cluster_node_creating(&c->nodes[i]) &&
+			    provider_can(cluster_provider(m, &c->nodes[i]),
+					 PROVIDER_CREATES_WHOLE))
+				max = SIZE_MAX;
+		if (cluster_batch_take(m, c, cluster_node_creating, max, NULL,
+				       &cb) ||
 		    cb.b.n == 0) {
 			cluster_batch_free(&cb);
 			break;
 		}
+		/* The grow is named after when its ranks were recorded
+		 * (cluster_resize_add_nodes): the same after a crash, another
+		 * for a later grow. */
+		cb.b.resize = 1;
+		snprintf(cb.b.launch, sizeof(cb.b.launch), "%" PRIx64,
+			 (uint64_t)c->nodes[cb.idx[0]].since_ns);
 		c = cluster_batch_run(m, handle, &cb, PROVIDER_CREATE, &rc);
 		if (c)
 			cluster_batch_record(m, c, &cb, PROVIDER_CREATE, rc,

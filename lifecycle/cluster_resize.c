@@ -57,9 +57,7 @@ int cluster_resize_request(struct model *m, struct cluster *c, const char *text,
 		cluster_clear_error(m, c);
 		return 0;
 	}
-	/* ec2 and gcp launch a role whole (one call, one token): adding
-	 * ranks to it is not done yet. */
-	if (!last || provider_can(p, PROVIDER_CREATES_WHOLE)) {
+	if (!last || !provider_can(p, PROVIDER_CAN_RESIZE)) {
 		snprintf(why, sizeof(why),
 			 "the %s provider cannot resize a cluster in this "
 			 "version of cclfs; deploy a new one of %d nodes",

@@ -82,6 +82,8 @@ enum provider_caps {
 	PROVIDER_HAS_CONNECTIONS = 1 << 4, /* reach: connection: in status */
 	PROVIDER_FINDS_STRAYS = 1 << 5,	   /* strays: resources of no cluster */
 	PROVIDER_SPOT_NO_STOP = 1 << 6,	   /* spot nodes cannot be stopped */
+	PROVIDER_CAN_RESIZE = 1 << 7,	   /* create and terminate ranks of a
+					      running cluster (batch resize) */
 };
 
 #define PROVIDER_MSG_MAX 512
@@ -167,6 +169,18 @@ struct provider_batch {
 	 * rest of the cluster as it is. Their instance_id names the one
 	 * each replaces (until the new one is made). */
 	int relaunch;
+	/* A resize of a running cluster. PROVIDER_CREATE: the nodes are
+	 * ranks added to it, launched together (one call per role where the
+	 * provider has one) with what the cluster already has (key pair,
+	 * groups, rules); PROVIDER_TERMINATE: only these nodes go, what the
+	 * cluster shares stays. */
+	int resize;
+	/* PROVIDER_CREATE with resize: a word naming this grow, fixed for
+	 * its nodes and recorded before the call ([0-9a-z], at most 16
+	 * bytes), so that a retry or the next mount's resize job names the
+	 * same launch and a later grow to the same ranks another one: cloud
+	 * providers derive their idempotency token from it. */
+	char launch[24];
 	char err[PROVIDER_ERR_MAX]; /* why the call failed as a whole */
 	/* Set by the lifecycle (or NULL): one sentence for the cluster's
 	 * log while the call goes on (a failover's attempts). Called from

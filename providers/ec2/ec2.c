@@ -2,9 +2,11 @@
  * temporary placement group and security group, and calls RunInstances once per
  * role with a ClientToken derived from the cluster's token (recorded before any
  * call), so a retry or a restart never launches twice; it then waits for the
- * instances and reaches them over SSH (remote.c). Stop, start and terminate
- * act on every instance of the cluster in one call, in the cluster's
- * region (its nodes' region= option, else the configured one). */
+ * instances and reaches them over SSH (remote.c). A resize launches the added
+ * ranks in one call with a token of their own and terminates the removed
+ * ones only. Stop, start and terminate act on every instance of the cluster
+ * in one call, in the cluster's region (its nodes' region= option, else the
+ * configured one). */
 #include "providers/ec2/ec2.h"
 
 #include "providers/cancel.h"
@@ -834,7 +836,9 @@ struct ec2_launch {
 	size_t n;
 	const char *ami;
 	const char *zone;
-	const char *replaces; /* a relaunch: the instance it replaces */
+	/* A relaunch: the instance it replaces; a grow: "g" and its
+	 * launch word (provider_batch.launch). */
+	const char *replaces;
 	bool spot;
 };
 
@@ -895,7 +899,8 @@ static int ec2_run_role(struct ec2_ctx *c, const struct ec2_names *nm,
 
 	/* A token per zone: an attempt in another zone is a new launch,
 	 * a retry in the same one is the same launch. A relaunch of a
-	 * preempted node is named after the instance it replaces. */
+	 * preempted node is named after the instance it replaces, a grow
+	 * after its launch word. */
 	if (*la->replaces)
 		snprintf(token, sizeof(token), "%.16s-%s-%.19s-%.12s",
 			 nm->token, role, la->replaces, la->zone);
@@ -1241,6 +1246,26 @@ static int ec2_region_cfg(struct ec2_provider *ep, const char *region,
 	return aws ? 0 : -EACCES;
 }
 
+/* Ranks added to a running cluster go where its instances are (its
+ * placement group is in one zone): nm->zone becomes the zone of the first
+ * live instance of the cluster, unless config/zone or a subnet fixes it or
+ * none is listed. */
+static void ec2_zone_of_cluster(struct ec2_ctx *c, struct ec2_names *nm)
+{
+	struct ec2_instances l = {0};
+	char err[EC2_ERR_MAX];
+
+	if (*nm->zone || *nm->subnet)
+		return;
+	if (ec2_describe(c, nm, &l, err, sizeof(err)) == 0)
+		for (size_t i = 0; i < l.n && !*nm->zone; i++)
+			if (strcmp(l.v[i].state, "terminated") != 0 &&
+			    strcmp(l.v[i].state, "shutting-down") != 0)
+				snprintf(nm->zone, sizeof(nm->zone), "%s",
+					 l.v[i].zone);
+	ec2_instances_free(&l);
+}
+
 static int ec2_rank_cmp(const void *a, const void *b)
 {
 	const struct provider_node *x = *(const struct provider_node *const *)a;
@@ -1359,16 +1384,18 @@ static int ec2_create(struct provider *p, struct provider_batch *b)
 	struct ec2_names nm;
 	struct ec2_ctx c = {0};
 	bool launched = false, made = false, no_capacity = false;
-	/* A relaunch: the ids of the instances the cloud took back. */
-	char(*old)[PROVIDER_ID_MAX + 1] = NULL;
+	/* Ranks of a running cluster (a relaunch or a grow): the ids they
+	 * had (those the cloud took back, or none). */
+	bool partial = b->relaunch || b->resize;
+	char(*old)[PROVIDER_ID_MAX + 1] = NULL, grow[32];
 	int rc = 0;
 
 	if (n == 0)
 		return 0;
 	v = calloc(n, sizeof(*v));
-	if (b->relaunch)
+	if (partial)
 		old = calloc(n, sizeof(*old));
-	if (!v || (b->relaunch && !old)) {
+	if (!v || (partial && !old)) {
 		free(v);
 		free(old);
 		snprintf(err, errlen, "out of memory");
@@ -1384,14 +1411,23 @@ static int ec2_create(struct provider *p, struct provider_batch *b)
 		rc = -EINVAL;
 		goto out;
 	}
+	if (b->resize && !*b->launch) {
+		snprintf(err, errlen, "the grow has no launch word");
+		rc = -EINVAL;
+		goto out;
+	}
+	snprintf(grow, sizeof(grow), "g%.16s", b->launch);
 	rc = ec2_ctx_get(ep, b, &nm, &c);
+	if (rc == 0 && b->resize)
+		ec2_zone_of_cluster(&c, &nm);
 	if (rc == 0)
 		rc = ec2_launches(ep, &c, &nm, nodes, n, v, la, ami, &nla, err,
 				  errlen);
-	/* A relaunch's token names the instance it replaces: a retry after
-	 * a crash launches nothing twice. What the cluster has exists. */
+	/* A relaunch's token names the instance it replaces, a grow's its
+	 * launch word: a retry after a crash launches nothing twice. What
+	 * the cluster has exists. */
 	for (size_t i = 0; old && i < nla; i++)
-		la[i].replaces = old[la[i].v[0] - nodes];
+		la[i].replaces = b->resize ? grow : old[la[i].v[0] - nodes];
 	if (rc == 0 && !old)
 		rc = ec2_preflight(&c, &nm, la, nla, err, errlen);
 	if (rc) {
@@ -1418,8 +1454,8 @@ static int ec2_create(struct provider *p, struct provider_batch *b)
 		ec2_know(ep, &nodes[i]);
 	if (rc == 0)
 		rc = ec2_reach_all(ep, nodes, n, c.cancel, err, errlen);
-	/* A relaunch that failed takes back only what it launched: the
-	 * nodes keep the ids of the instances they had. */
+	/* A relaunch or a grow that failed takes back only what it
+	 * launched: the nodes keep the ids of the instances they had. */
 	if (rc && rc != -ECANCELED && old) {
 		char why[EC2_ERR_MAX], e2[EC2_ERR_MAX];
 
@@ -1429,9 +1465,9 @@ static int ec2_create(struct provider *p, struct provider_batch *b)
 				nodes[i].instance_id[0] = '\0';
 		if (ec2_attempt_undo(ep, &c, &nm, nodes, n, e2, sizeof(e2)))
 			snprintf(err, errlen,
-				 "%.500s; terminating what the relaunch "
-				 "launched failed too: %.400s",
-				 why, e2);
+				 "%.500s; terminating what the %s launched "
+				 "failed too: %.400s",
+				 why, b->resize ? "grow" : "relaunch", e2);
 		for (size_t i = 0; i < n; i++)
 			memcpy(nodes[i].instance_id, old[i],
 			       sizeof(nodes[i].instance_id));
@@ -1564,6 +1600,16 @@ static int ec2_terminate(struct provider *p, struct provider_batch *b)
 	}
 	ec2_names(ep, &b->nodes[0], &nm);
 	rc = ec2_ctx_get(ep, b, &nm, &c);
+	/* A shrink: these ranks' instances only (a grow's instances are
+	 * recorded before their ranks can be asked to go); the key pair and
+	 * the groups stay with the cluster. */
+	if (rc == 0 && b->resize) {
+		rc = ec2_attempt_undo(ep, &c, &nm, b->nodes, b->n, b->err,
+				      sizeof(b->err));
+		for (size_t i = 0; i < b->n; i++)
+			b->results[i].rc = rc;
+		return rc;
+	}
 	/* By tag: also instances a crash left unrecorded. */
 	if (rc == 0)
 		rc = ec2_destroy(ep, &c, &nm, b->err, sizeof(b->err));
@@ -1724,7 +1770,7 @@ static const struct provider_ops ec2_ops = {
 	.caps = PROVIDER_CAN_STOP | PROVIDER_NEEDS_PREPARE |
 		PROVIDER_CREATES_WHOLE | PROVIDER_HAS_FILES |
 		PROVIDER_HAS_CONNECTIONS | PROVIDER_FINDS_STRAYS |
-		PROVIDER_SPOT_NO_STOP,
+		PROVIDER_SPOT_NO_STOP | PROVIDER_CAN_RESIZE,
 	.files = &remote_file_ops,
 	.act =
 		{

@@ -1,5 +1,6 @@
 /* The gcp provider: its operations table and registry entry, stop, start
- * and delete of every instance at once, the spot watch, how SSH reaches a
+ * and delete of every instance at once (of the ranks a shrink removes), the
+ * spot watch, how SSH reaches a
  * node, what no cluster owns, and the catalog refresh's entry; the deploy is
  * gcp_deploy.c's. */
 #include "providers/gcp/gcp_priv.h"
@@ -120,6 +121,34 @@ static int gcp_start(struct provider *p, struct provider_batch *b)
 	return gcp_switch(p, b, true);
 }
 
+/* Delete the instances of nodes (by their ids, "ZONE/NAME") and wait until
+ * they are gone. */
+static int gcp_delete_nodes(struct gcp_ctx *c, const struct gcp_names *nm,
+			    const struct provider_node *nodes, size_t n,
+			    char *err, size_t errlen)
+{
+	struct gcp_list l = {.v = calloc(n ? n : 1, sizeof(*l.v))};
+	int rc;
+
+	if (!l.v) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *id = nodes[i].instance_id, *slash = strchr(id, '/');
+
+		if (!slash)
+			continue;
+		snprintf(l.v[l.n].zone, sizeof(l.v[l.n].zone), "%.*s",
+			 (int)(slash - id), id);
+		snprintf(l.v[l.n].name, sizeof(l.v[l.n].name), "%s", slash + 1);
+		l.n++;
+	}
+	rc = gcp_delete_instances(c, nm, &l, NULL, err, errlen);
+	free(l.v);
+	return rc;
+}
+
 static int gcp_terminate(struct provider *p, struct provider_batch *b)
 {
 	struct gcp_provider *gp = gcp_of(p);
@@ -136,6 +165,17 @@ static int gcp_terminate(struct provider *p, struct provider_batch *b)
 		recorded |= *b->nodes[i].instance_id != '\0';
 	gcp_names_fill(gp, &b->nodes[0], &nm);
 	rc = gcp_ctx_get(gp, b, &c);
+	/* A shrink: these ranks' instances only (a grow's are recorded
+	 * before their ranks can be asked to go); the rules, the policy and
+	 * the key stay with the cluster. */
+	if (rc == 0 && b->resize) {
+		rc = gcp_delete_nodes(&c, &nm, b->nodes, b->n, b->err,
+				      sizeof(b->err));
+		gcp_forget_end(&f);
+		for (size_t i = 0; i < b->n; i++)
+			b->results[i].rc = rc;
+		return rc;
+	}
 	/* By label: also instances a crash left unrecorded. */
 	if (rc == 0)
 		rc = gcp_destroy(&c, &nm, b->err, sizeof(b->err));
@@ -454,7 +494,8 @@ static void gcp_close(struct provider *p)
 static const struct provider_ops gcp_ops = {
 	.caps = PROVIDER_CAN_STOP | PROVIDER_NEEDS_PREPARE |
 		PROVIDER_CREATES_WHOLE | PROVIDER_HAS_FILES |
-		PROVIDER_HAS_CONNECTIONS | PROVIDER_FINDS_STRAYS,
+		PROVIDER_HAS_CONNECTIONS | PROVIDER_FINDS_STRAYS |
+		PROVIDER_CAN_RESIZE,
 	.files = &remote_file_ops,
 	.act =
 		{

@@ -1,7 +1,8 @@
 /* A gcp deploy: the image per role, one bulkInsert per role with a
  * requestId derived from the token and zone (recorded by the token itself, so
  * a restart sends the same), zone after zone while capacity lacks, the host
- * keys of the guest attributes, and spot relaunches. */
+ * keys of the guest attributes, spot relaunches, and the ranks a resize adds
+ * (one bulkInsert, named after the grow). */
 #include "providers/gcp/gcp_priv.h"
 
 #include "providers/cancel.h"
@@ -549,7 +550,7 @@ static void gcp_hostkeys(struct gcp_provider *gp, struct gcp_ctx *c,
 			unpinned, n, first);
 }
 
-/* Delete the instances a failed relaunch made (by name). */
+/* Delete the instances a failed relaunch or grow made (by name). */
 static void gcp_relaunch_undo(struct gcp_ctx *c, const struct gcp_names *nm,
 			      char (*names)[GCP_NAME_MAX], size_t n)
 {
@@ -569,6 +570,55 @@ static void gcp_relaunch_undo(struct gcp_ctx *c, const struct gcp_names *nm,
 	free(l.v);
 }
 
+/* The zone the cluster's instances are in ("" when none is listed): ranks
+ * added to it go there (its placement policy is of one zone). */
+static void gcp_zone_of_cluster(struct gcp_ctx *c, struct gcp_names *nm)
+{
+	struct gcp_list l = {0};
+	char err[GCP_ERR_MAX];
+
+	if (gcp_instances(c, nm, &l, err, sizeof(err)) == 0)
+		for (size_t i = 0; i < l.n && !*nm->zone; i++)
+			if (strcmp(l.v[i].status, "STOPPING") != 0 &&
+			    strcmp(l.v[i].status, "TERMINATED") != 0)
+				snprintf(nm->zone, sizeof(nm->zone), "%s",
+					 l.v[i].zone);
+	free(l.v);
+}
+
+/* A grow: the new ranks (workers) named after the grow, in one bulkInsert
+ * whose requestId derives from the grow's launch word, in the zone of the
+ * cluster; the nodes have no instance yet (*old all ""). */
+static int gcp_grow_names(struct gcp_ctx *c, struct gcp_names *nm,
+			  struct provider_batch *b, struct gcp_role *roles,
+			  size_t nroles, const char *grow,
+			  char (**names)[GCP_NAME_MAX],
+			  char (**old)[PROVIDER_ID_MAX + 1])
+{
+	char rid[GCP_UUID_MAX];
+
+	if (!*b->launch || nroles != 1 || roles[0].manager) {
+		snprintf(b->err, sizeof(b->err),
+			 "a grow adds workers, under a launch word");
+		return -EINVAL;
+	}
+	*names = calloc(b->n, sizeof(**names));
+	*old = calloc(b->n, sizeof(**old));
+	if (!*names || !*old) {
+		snprintf(b->err, sizeof(b->err), "out of memory");
+		return -ENOMEM;
+	}
+	gcp_request_id(nm->token, grow, rid, sizeof(rid));
+	for (size_t i = 0; i < b->n; i++)
+		snprintf((*names)[i], sizeof((*names)[i]), "%.40s-w-%04d-%.8s",
+			 nm->prefix, b->nodes[i].rank + 1, rid);
+	if (!*nm->zone)
+		gcp_zone_of_cluster(c, nm);
+	roles[0].names = *names;
+	roles[0].replaces = grow;
+	return 0;
+}
+
 int gcp_create(struct provider *p, struct provider_batch *b)
 {
 	struct gcp_provider *gp = gcp_of(p);
@@ -581,7 +631,7 @@ int gcp_create(struct provider *p, struct provider_batch *b)
 	struct gcp_ctx c = {0};
 	bool made = false, no_capacity = false;
 	char(*names)[GCP_NAME_MAX] = NULL;
-	char(*old)[PROVIDER_ID_MAX + 1] = NULL;
+	char(*old)[PROVIDER_ID_MAX + 1] = NULL, grow[32];
 	int rc;
 
 	if (n == 0 || !roles) {
@@ -603,7 +653,11 @@ int gcp_create(struct provider *p, struct provider_batch *b)
 		rc = gcp_key(&nm, pub, sizeof(pub), err, errlen);
 	if (rc == 0)
 		rc = gcp_roles(&c, &nm, b, roles, &nroles);
-	if (rc == 0 && b->relaunch) {
+	if (rc == 0 && b->resize) {
+		snprintf(grow, sizeof(grow), "grow-%.16s", b->launch);
+		rc = gcp_grow_names(&c, &nm, b, roles, nroles, grow, &names,
+				    &old);
+	} else if (rc == 0 && b->relaunch) {
 		/* New names for the ranks, in the zone of the instances
 		 * they replace; the requestId names the one replaced. */
 		names = calloc(n, sizeof(*names));
@@ -691,8 +745,8 @@ int gcp_create(struct provider *p, struct provider_batch *b)
 		rc = gcp_reach_all(gp, nodes, n, c.cancel, err, errlen);
 	}
 	if (rc && rc != -ECANCELED && old) {
-		/* A relaunch that failed takes back only what it launched:
-		 * the nodes keep their old ids. */
+		/* A relaunch or grow that failed takes back only what it
+		 * launched: the nodes keep their old ids. */
 		gcp_relaunch_undo(&c, &nm, names, n);
 		for (size_t i = 0; i < n; i++)
 			memcpy(nodes[i].instance_id, old[i],

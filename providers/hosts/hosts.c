@@ -311,7 +311,8 @@ HOSTS_EACH(hosts_describe)
 
 static const struct provider_ops hosts_ops = {
 	.caps = PROVIDER_CAN_STOP | PROVIDER_NEEDS_PREPARE |
-		PROVIDER_HAS_FILES | PROVIDER_HAS_CONNECTIONS,
+		PROVIDER_HAS_FILES | PROVIDER_HAS_CONNECTIONS |
+		PROVIDER_CAN_RESIZE,
 	.files = &remote_file_ops,
 	.act =
 		{

@@ -1241,7 +1241,7 @@ LOCAL_EACH(local_describe)
 
 /* Every node is this machine: nothing to prepare. */
 static const struct provider_ops local_ops = {
-	.caps = PROVIDER_CAN_STOP | PROVIDER_HAS_FILES,
+	.caps = PROVIDER_CAN_STOP | PROVIDER_HAS_FILES | PROVIDER_CAN_RESIZE,
 	.files = &local_file_ops,
 	.act =
 		{

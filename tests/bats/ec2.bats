@@ -415,6 +415,102 @@ ami_of() {
 	nothing_left
 }
 
+# The ids of the cluster's instances EC2 has not terminated, sorted, one line.
+live_ids() {
+	fake_py "' '.join(sorted(i['id'] for i in s['instances'] if i['tags'].get('cclfs:cluster') == '$1' and i['state'] not in ('terminated', 'shutting-down')))"
+}
+
+@test "resize on ec2: a grow is one RunInstances with a token of its own and sets up every node (MPI ring); a shrink terminates the highest ranks only; a later grow is a launch of its own" {
+	ec2_setup
+	ec2_mount
+	contract rz 2 PeerWorkersMPI
+	printf 'OMPI_ALLOW_RUN_AS_ROOT=1\nOMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n' >contracts/rz/config/environment
+	ring_build
+	echo g >contracts/rz/deploy
+	wait_state g running
+	[ "$(fake_calls RunInstances)" = 1 ]
+	first=$(node_ids g)
+	echo 5 >clusters/g/node_count
+	echo running >clusters/g/wait
+	[ "$(cat clusters/g/node_count)" = 5 ]
+	# One call for the three new ranks, with a token of its own.
+	[ "$(fake_calls RunInstances)" = 2 ]
+	[ "$(fake_py "sorted(len([i for i in s['instances'] if i['client_token'] == t]) for t in set(i['client_token'] for i in s['instances']))")" = "[2, 3]" ]
+	[ "$(ls clusters/g/nodes | sort -n | tr '\n' ' ')" = "0 1 2 3 4 " ]
+	[ "$(node_ids g | cut -d' ' -f1-2)" = "$first" ]
+	[ "$(live_ids g)" = "$(sorted_ids g)" ]
+	grown=$(node_ids g)
+	# In the zone of the cluster, every node with the hostfile.
+	[ "$(fake_py "len(set(i['zone'] for i in s['instances'] if i['state'] == 'running'))")" = 1 ]
+	[ "$(wc -l <clusters/g/hostfile)" = 5 ]
+	echo 'cat "$CCLFS_HOSTFILE"' >clusters/g/nodes/4/exec
+	[ "$(cat clusters/g/nodes/4/stdout)" = "$(cat clusters/g/hostfile)" ]
+	echo 'cat "$CCLFS_HOSTFILE"' >clusters/g/nodes/0/exec
+	[ "$(cat clusters/g/nodes/0/stdout)" = "$(cat clusters/g/hostfile)" ]
+	mpi_reach_all g 1 2 3 4
+	echo "$MPIBIN/ring" >clusters/g/mpiexec
+	[ "$(grep '^rank' clusters/g/mpi_stdout | sort -k2n)" = "$(ring_expected 5)" ]
+	grep -q 'resize: from 2 to 5 nodes' clusters/g/log
+	grep -q 'resized: 5 nodes' clusters/g/log
+	# Shrink: ranks 3 and 4 terminated, in one call; the rest untouched.
+	gone=$(node_ids g | cut -d' ' -f4-5)
+	echo 3 >clusters/g/node_count
+	echo running >clusters/g/wait
+	[ "$(fake_calls TerminateInstances)" = 1 ]
+	[ "$(ls clusters/g/nodes | sort -n | tr '\n' ' ')" = "0 1 2 " ]
+	[ "$(node_ids g)" = "$(echo "$grown" | cut -d' ' -f1-3)" ]
+	for id in $gone; do
+		[ "$(fake_py "[i['state'] for i in s['instances'] if i['id'] == '$id']")" = "['terminated']" ]
+	done
+	[ "$(fake_count g running)" = 3 ]
+	[ "$(wc -l <clusters/g/hostfile)" = 3 ]
+	# What the cluster shares stays: key pair, placement and security group.
+	[ "$(fake_py "(len(s['key_pairs']), len(s['placement_groups']))")" = "(1, 1)" ]
+	[ "$(fake_sg_count)" = 1 ]
+	echo "$MPIBIN/ring" >clusters/g/mpiexec
+	[ "$(grep '^rank' clusters/g/mpi_stdout | sort -k2n)" = "$(ring_expected 3)" ]
+	# Growing to ranks the cluster had before is a new launch.
+	echo 5 >clusters/g/node_count
+	echo running >clusters/g/wait
+	[ "$(fake_calls RunInstances)" = 3 ]
+	[ "$(fake_count g running)" = 5 ]
+	[ "$(fake_py "len(set(i['client_token'] for i in s['instances']))")" = 3 ]
+	crash_check
+	echo terminated >clusters/g/state
+	wait_state g terminated
+	nothing_left
+	[ "$(fake_sg_count)" = 0 ]
+}
+
+@test "crash: the daemon killed at random points of grows and shrinks on ec2 leaks and duplicates nothing" {
+	ec2_setup
+	ec2_mount
+	contract c 2
+	fake_post /_fake/settings '{"latency_ms": 20}'
+	echo r >contracts/c/deploy
+	wait_state r running
+	for i in $(seq 1 8); do
+		# A grow takes about a second against the fake, a shrink less.
+		if ((i % 2)); then to=5 most=0.7; else to=2 most=0.15; fi
+		echo $to >clusters/r/node_count
+		delay=$(python3 -c "import random; print(round(random.uniform(0, $most), 3))")
+		sleep "$delay"
+		was=$(cat clusters/r/state)
+		cd "$TESTDIR" && cclfs_crash && ec2_mount
+		# The next mount finishes the resize.
+		echo running >clusters/r/wait
+		echo "# crash $i while resizing to $to after ${delay}s ($was)" >&3
+		[ "$(ls clusters/r/nodes | wc -l)" = $to ]
+		crash_check
+		# Every instance EC2 runs for the cluster is a node's, once.
+		[ "$(live_ids r)" = "$(sorted_ids r)" ]
+	done
+	echo terminated >clusters/r/state
+	wait_state r terminated
+	nothing_left
+	[ "$(fake_sg_count)" = 0 ]
+}
+
 @test "spot per role: the manager on demand, the workers spot; resolution says each role's market" {
 	ec2_setup
 	ec2_mount

@@ -325,6 +325,93 @@ teardown() {
 	gce_nothing_left
 }
 
+# The ids of the instances Compute Engine has for label value $1, sorted.
+live_ids() {
+	gce_py "' '.join(sorted(i['zone'] + '/' + i['name'] for i in s['instances'] if i['labels'].get('cclfs-cluster') == '$1' and i['status'] not in ('STOPPING', 'TERMINATED')))"
+}
+
+@test "resize on gcp: a grow is one bulkInsert with a requestId of its own in the cluster's zone and sets up every node (MPI ring); a shrink deletes the highest ranks only" {
+	gcp_setup
+	gce_mount
+	gce_contract rz 2 PeerWorkersMPI n2-standard-2
+	printf 'OMPI_ALLOW_RUN_AS_ROOT=1\nOMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n' >contracts/rz/config/environment
+	ring_build
+	echo g >contracts/rz/deploy
+	wait_state g running
+	[ "$(gce_calls 'POST bulkInsert')" = 1 ]
+	first=$(node_ids g)
+	echo 5 >clusters/g/node_count
+	echo running >clusters/g/wait
+	[ "$(cat clusters/g/node_count)" = 5 ]
+	# One call for the three new ranks, with a requestId of its own.
+	[ "$(gce_calls 'POST bulkInsert')" = 2 ]
+	[ "$(gce_py "sorted(s['launches'].values())")" = "[2, 3]" ]
+	[ "$(ls clusters/g/nodes | sort -n | tr '\n' ' ')" = "0 1 2 3 4 " ]
+	[ "$(node_ids g | cut -d' ' -f1-2)" = "$first" ]
+	[ "$(live_ids g)" = "$(sorted_ids g)" ]
+	[[ $(sed -n 's/^instance_id: //p' clusters/g/nodes/4/status) == us-central1-a/cclfs-g-*-w-0005-* ]]
+	grown=$(node_ids g)
+	[ "$(gce_py "len(set(i['zone'] for i in s['instances']))")" = 1 ]
+	[ "$(gce_py "len(set(tuple(i['resource_policies']) for i in s['instances']))")" = 1 ]
+	[ "$(wc -l <clusters/g/hostfile)" = 5 ]
+	echo 'cat "$CCLFS_HOSTFILE"' >clusters/g/nodes/4/exec
+	[ "$(cat clusters/g/nodes/4/stdout)" = "$(cat clusters/g/hostfile)" ] || {
+		head clusters/g/nodes/4/stdout clusters/g/nodes/4/stderr clusters/g/hostfile clusters/g/log >&2
+		false
+	}
+	mpi_reach_all g 1 2 3 4
+	echo "$MPIBIN/ring" >clusters/g/mpiexec || mpi_failed g
+	[ "$(grep '^rank' clusters/g/mpi_stdout | sort -k2n)" = "$(ring_expected 5)" ]
+	grep -q 'resize: from 2 to 5 nodes' clusters/g/log
+	# Shrink: ranks 3 and 4 deleted; the rest, the rules and the policy
+	# stay.
+	echo 3 >clusters/g/node_count
+	echo running >clusters/g/wait
+	[ "$(gce_calls 'DELETE instance')" = 2 ]
+	[ "$(ls clusters/g/nodes | sort -n | tr '\n' ' ')" = "0 1 2 " ]
+	[ "$(node_ids g)" = "$(echo "$grown" | cut -d' ' -f1-3)" ]
+	[ "$(live_ids g)" = "$(sorted_ids g)" ]
+	[ "$(gce_py "(len(s['firewalls']), len(s['resource_policies']))")" = "(2, 1)" ]
+	[ "$(wc -l <clusters/g/hostfile)" = 3 ]
+	echo "$MPIBIN/ring" >clusters/g/mpiexec || mpi_failed g
+	[ "$(grep '^rank' clusters/g/mpi_stdout | sort -k2n)" = "$(ring_expected 3)" ]
+	# Growing to ranks the cluster had before is a new launch.
+	echo 4 >clusters/g/node_count
+	echo running >clusters/g/wait
+	[ "$(gce_calls 'POST bulkInsert')" = 3 ]
+	[ "$(gce_py "sorted(s['launches'].values())")" = "[1, 2, 3]" ]
+	[ "$(live_ids g)" = "$(sorted_ids g)" ]
+	echo terminated >clusters/g/state
+	wait_state g terminated
+	gce_nothing_left
+}
+
+@test "crash: the daemon killed at random points of grows and shrinks on gcp leaks and duplicates nothing" {
+	gcp_setup
+	gce_mount
+	gce_contract c 2
+	gce_post /settings '{"op_ms": 150}'
+	echo r >contracts/c/deploy
+	wait_state r running
+	for i in $(seq 1 8); do
+		if ((i % 2)); then to=5 most=1.0; else to=2 most=0.4; fi
+		echo $to >clusters/r/node_count
+		delay=$(python3 -c "import random; print(round(random.uniform(0, $most), 3))")
+		sleep "$delay"
+		was=$(cat clusters/r/state)
+		cd "$TESTDIR" && cclfs_crash && gce_mount
+		# The next mount finishes the resize.
+		echo running >clusters/r/wait
+		echo "# crash $i while resizing to $to after ${delay}s ($was)" >&3
+		[ "$(ls clusters/r/nodes | wc -l)" = $to ]
+		gce_crash_check 3
+		[ "$(live_ids r)" = "$(sorted_ids r)" ]
+	done
+	echo terminated >clusters/r/state
+	wait_state r terminated
+	gce_nothing_left
+}
+
 # After a crash and a remount: every instance in the fake belongs to a
 # cluster the tree shows, and no requestId launched more than the role's
 # count ($1).

@@ -182,3 +182,16 @@ pid_exited() {
 	line=${line##*) }
 	[ "${line:0:1}" = Z ] || [ "${line:0:1}" = X ]
 }
+
+# The instance ids of a cluster's nodes (their status files), in rank order,
+# on one line; sorted_ids: the same, sorted.
+node_ids() {
+	local n
+	for n in $(ls "$MNT/clusters/$1/nodes" | sort -n); do
+		sed -n 's/^instance_id: //p' "$MNT/clusters/$1/nodes/$n/status"
+	done | paste -sd' '
+}
+
+sorted_ids() {
+	node_ids "$1" | tr ' ' '\n' | sort | paste -sd' '
+}

@@ -42,6 +42,7 @@ static struct {
 	unsigned caps;
 	bool make_first;
 	int recreated, duplicates, attached;
+	struct fake_seen last[PROVIDER_ACTIONS];
 	struct fake_record nodes[FAKE_NODES_MAX];
 	size_t n, made;
 } fake = {.caps = PROVIDER_CAN_STOP | PROVIDER_NEEDS_PREPARE,
@@ -66,6 +67,7 @@ void fake_reset(void)
 	memset(fake.rules, 0, sizeof(fake.rules));
 	memset(fake.calls, 0, sizeof(fake.calls));
 	memset(fake.cancelled, 0, sizeof(fake.cancelled));
+	memset(fake.last, 0, sizeof(fake.last));
 	fake.caps = PROVIDER_CAN_STOP | PROVIDER_NEEDS_PREPARE;
 	fake.make_first = true;
 	fake.recreated = fake.duplicates = fake.attached = 0;
@@ -133,6 +135,16 @@ int fake_cancelled(enum provider_action a)
 int fake_blocked(enum provider_action a)
 {
 	return fake_count(&fake.blocked[a]);
+}
+
+struct fake_seen fake_last(enum provider_action a)
+{
+	struct fake_seen seen;
+
+	pthread_mutex_lock(&fake_lock);
+	seen = fake.last[a];
+	pthread_mutex_unlock(&fake_lock);
+	return seen;
 }
 
 int fake_recreated(void)
@@ -316,6 +328,10 @@ static int fake_wait(enum provider_action a, struct provider_batch *b)
 
 	pthread_mutex_lock(&fake_lock);
 	fake.calls[a]++;
+	fake.last[a].n = b->n;
+	fake.last[a].resize = b->resize;
+	snprintf(fake.last[a].launch, sizeof(fake.last[a].launch), "%s",
+		 b->launch);
 	rule = fake.rules[a];
 	release = fake.releases[a];
 	if (*rule.handle &&

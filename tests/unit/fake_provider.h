@@ -51,6 +51,14 @@ int fake_attached(void);
  * NULL) of all. */
 size_t fake_made(void);
 size_t fake_live(const char *handle);
+/* The last call of an action: how many nodes it had, its resize flag and
+ * launch word (provider_batch). */
+struct fake_seen {
+	size_t n;
+	int resize;
+	char launch[24];
+};
+struct fake_seen fake_last(enum provider_action a);
 /* The state of one node as the fake has it (PROVIDER_NODE_GONE: none). */
 enum provider_state fake_node(const char *handle, int rank);
 /* Lose a node behind the lifecycle's back (a machine gone at mount). */

@@ -680,6 +680,78 @@ static void check_restart(void)
 	model_close(m);
 }
 
+static int resize(struct model *m, const char *handle, const char *count)
+{
+	return model_cluster_file_write(m, handle, "node_count", count,
+					strlen(count));
+}
+
+/* A provider that launches a role whole (ec2, gcp) gets every rank of a
+ * grow in one create, marked a resize and named by a launch word that is
+ * the same for the whole grow and another for the next one; a shrink's
+ * terminate has the removed ranks only, marked a resize; a provider that
+ * cannot resize refuses with EOPNOTSUPP, changing nothing. */
+static void check_resize(void)
+{
+	struct fake_seen grow, again;
+	struct model *m;
+	int creates, terms;
+
+	fake_reset();
+	fake_set_caps(PROVIDER_CAN_STOP | PROVIDER_NEEDS_PREPARE |
+		      PROVIDER_CREATES_WHOLE | PROVIDER_CAN_RESIZE);
+	m = open_model("resize");
+	CHECK(m);
+	if (!m)
+		return;
+	CHECK(deploy(m, "r", "PeerWorkers", ONE_ROLE, 2) == 0);
+	CHECK(wait_state(m, "r", "running"));
+	CHECK(fake_last(PROVIDER_CREATE).resize == 0);
+	creates = fake_calls(PROVIDER_CREATE);
+	CHECK(resize(m, "r", "40\n") == 0);
+	CHECK(wait_state(m, "r", "running"));
+	CHECK(fake_calls(PROVIDER_CREATE) == creates + 1);
+	grow = fake_last(PROVIDER_CREATE);
+	CHECK(grow.n == 38 && grow.resize == 1 && *grow.launch);
+	CHECK(fake_live("r") == 40);
+	terms = fake_calls(PROVIDER_TERMINATE);
+	CHECK(resize(m, "r", "3\n") == 0);
+	CHECK(wait_state(m, "r", "running"));
+	CHECK(fake_calls(PROVIDER_TERMINATE) == terms + 1);
+	CHECK(fake_last(PROVIDER_TERMINATE).n == 37);
+	CHECK(fake_last(PROVIDER_TERMINATE).resize == 1);
+	CHECK(fake_live("r") == 3);
+	CHECK(fake_node("r", 2) == PROVIDER_NODE_RUNNING);
+	CHECK(fake_node("r", 3) == PROVIDER_NODE_GONE);
+	CHECK(resize(m, "r", "5\n") == 0);
+	CHECK(wait_state(m, "r", "running"));
+	again = fake_last(PROVIDER_CREATE);
+	CHECK(again.n == 2 && again.resize == 1 && *again.launch &&
+	      strcmp(again.launch, grow.launch) != 0);
+	/* The terminate of the whole cluster is not a resize. */
+	finish(m, "r");
+	CHECK(fake_last(PROVIDER_TERMINATE).resize == 0);
+	model_close(m);
+
+	fake_reset();
+	fake_set_caps(PROVIDER_CAN_STOP | PROVIDER_NEEDS_PREPARE |
+		      PROVIDER_CREATES_WHOLE);
+	m = open_model("noresize");
+	CHECK(m);
+	if (!m)
+		return;
+	CHECK(deploy(m, "n", "PeerWorkers", ONE_ROLE, 2) == 0);
+	CHECK(wait_state(m, "n", "running"));
+	creates = fake_calls(PROVIDER_CREATE);
+	CHECK(resize(m, "n", "4\n") == -EOPNOTSUPP);
+	CHECK(error_has(m, "n", "cannot resize"));
+	CHECK(state_is(m, "n", "running"));
+	CHECK(fake_calls(PROVIDER_CREATE) == creates);
+	CHECK(fake_live("n") == 2);
+	finish(m, "n");
+	model_close(m);
+}
+
 static int remove_entry(const char *path, const struct stat *st, int flag,
 			struct FTW *ftw)
 {
@@ -701,6 +773,7 @@ int main(void)
 	check_preempt();
 	check_independent();
 	check_restart();
+	check_resize();
 	nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	return check_summary("lifecycle");
 }
