@@ -755,7 +755,8 @@ class FakeEC2:
 
     def bash(self, function, *args):
         """Run a function of testhosts.bash; returns (ok, stderr)."""
-        env = dict(os.environ, TESTHOSTS_NET=self.net)
+        env = dict(os.environ, TESTHOSTS_NET=self.net,
+                   TESTHOSTS_OWN_LOGIN='1')
         proc = subprocess.run(
             ['bash', '-c', 'source "$1" || exit 1; shift; "$@"', 'fake-ec2', self.script,
              function] + [str(a) for a in args],

@@ -56,6 +56,15 @@
 # a TMPDIR of its own, HOSTDIR/tmp.
 # TESTHOSTS_SETENV adds NAME=VALUE words to the sessions' environment.
 #
+# Own login directories: sshd starts each session in the user's home of
+# /etc/passwd, /root for every host, so what a node keeps there (cclfs's
+# .cclfs/HANDLE/) is one directory for all of them, and for every test suite
+# that runs at the same time. With TESTHOSTS_OWN_LOGIN=1 (the fake clouds
+# set it) a host's sshd runs in a mount namespace of its own where
+# HOSTDIR/login is mounted on /root: each host then has a login directory of
+# its own, as a machine has; seen from outside, its files are under
+# HOSTDIR/login.
+#
 # Delayed ACKs: on loopback, sshd's small writes meet the peer's delayed ACK
 # (Nagle) twice per login, adding about 80 ms to each new connection (measured
 # 140 ms -> 55 ms for `ssh HOST hostname`). testhosts_start therefore adds the
@@ -217,7 +226,7 @@ _testhosts_host_files() { # absdir hostdir listen
 	# Open MPI's daemons do: each one writes hwloc.sm in a session directory
 	# named after the host name (the same on every test host) and segfaults
 	# now and then when another daemon of the job rewrites the same file.
-	mkdir -p "$h/tmp" || return 1
+	mkdir -p "$h/tmp" "$h/login" || return 1
 	keyfiles+=" \"$h/home/.ssh/authorized_keys\""
 	if [ ! -f "$h/ssh_host_ed25519_key" ] || [ ! -f "$h/ssh_host_ed25519_key.pub" ]; then
 		rm -f "$h/ssh_host_ed25519_key" "$h/ssh_host_ed25519_key.pub"
@@ -256,7 +265,12 @@ _testhosts_launch() { # hostdir [netns hostname]
 	# whether it failed (sshd forks before it binds, exit status 0).
 	if [ -e "$h/log" ]; then mv -f "$h/log" "$h/log.prev"; fi
 	# shellcheck disable=SC2094 # sshd appends to its log, and so does this
-	if [ -z "$ns" ]; then
+	if [ -z "$ns" ] && [ "${TESTHOSTS_OWN_LOGIN:-0}" = 1 ]; then
+		# shellcheck disable=SC2016 # sh expands them
+		unshare --mount --propagation private sh -c \
+			'mount --bind "$1" /root && exec "$2" -f "$3" -E "$4"' \
+			sh "$h/login" "$TESTHOSTS_SSHD" "$h/sshd_config" "$h/log" </dev/null >>"$h/log" 2>&1 3>&-
+	elif [ -z "$ns" ]; then
 		"$TESTHOSTS_SSHD" -f "$h/sshd_config" -E "$h/log" </dev/null >>"$h/log" 2>&1 3>&-
 	else
 		# shellcheck disable=SC2016 # sh expands them
