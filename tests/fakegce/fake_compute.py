@@ -457,8 +457,8 @@ class HostPool:
         proc = subprocess.run(
             ['bash', '-c', 'source "$0" && "$@"', TESTHOSTS_SCRIPT, function,
              *map(str, args)],
-            env=dict(os.environ, TESTHOSTS_NET=self.net,
-                   TESTHOSTS_OWN_LOGIN='1'), stdin=subprocess.DEVNULL,
+            env=dict(os.environ, TESTHOSTS_NET=self.net, TESTHOSTS_OWN_LOGIN='1'),
+            stdin=subprocess.DEVNULL,
             capture_output=True, text=True)
         if proc.returncode:
             sys.stderr.write('fake_compute: %s %s: exit %d: %s\n' % (

@@ -63,7 +63,7 @@
 # set it) a host's sshd runs in a mount namespace of its own where
 # HOSTDIR/login is mounted on /root: each host then has a login directory of
 # its own, as a machine has; seen from outside, its files are under
-# HOSTDIR/login.
+# HOSTDIR/login. FUSE mounts (a test's cclfs) are not seen there.
 #
 # Delayed ACKs: on loopback, sshd's small writes meet the peer's delayed ACK
 # (Nagle) twice per login, adding about 80 ms to each new connection (measured
@@ -266,9 +266,16 @@ _testhosts_launch() { # hostdir [netns hostname]
 	if [ -e "$h/log" ]; then mv -f "$h/log" "$h/log.prev"; fi
 	# shellcheck disable=SC2094 # sshd appends to its log, and so does this
 	if [ -z "$ns" ] && [ "${TESTHOSTS_OWN_LOGIN:-0}" = 1 ]; then
+		# The namespace starts with a copy of every mount, cclfs's and
+		# other FUSE mounts among them: those are detached there, or
+		# their daemons would outlive their unmount as long as this sshd
+		# runs (nothing propagates: the mounts here are private).
 		# shellcheck disable=SC2016 # sh expands them
-		unshare --mount --propagation private sh -c \
-			'mount --bind "$1" /root && exec "$2" -f "$3" -E "$4"' \
+		unshare --mount --propagation private sh -c '
+			while read -r _ m t _; do
+				case $t in fuse | fuse.*) umount -l "$m" ;; esac
+			done </proc/self/mounts
+			mount --bind "$1" /root && exec "$2" -f "$3" -E "$4"' \
 			sh "$h/login" "$TESTHOSTS_SSHD" "$h/sshd_config" "$h/log" </dev/null >>"$h/log" 2>&1 3>&-
 	elif [ -z "$ns" ]; then
 		"$TESTHOSTS_SSHD" -f "$h/sshd_config" -E "$h/log" </dev/null >>"$h/log" 2>&1 3>&-
