@@ -1,8 +1,7 @@
 /* The gcp provider: its operations table and registry entry, stop, start
  * and delete of every instance at once (of the ranks a shrink removes), the
- * spot watch, how SSH reaches a
- * node, what no cluster owns, and the catalog refresh's entry; the deploy is
- * gcp_deploy.c's. */
+ * spot watch, how SSH reaches a node, what no cluster owns, and the catalog
+ * refresh's entry; the deploy is gcp_deploy.c's. */
 #include "providers/gcp/gcp_priv.h"
 
 #include "providers/cancel.h"
