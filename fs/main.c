@@ -4,6 +4,7 @@
 #define FUSE_USE_VERSION 314
 
 #include "fs/ops.h"
+#include "fs/passthrough.h"
 #include "lifecycle/config.h"
 #include "lifecycle/model.h"
 #include "lifecycle/statedir.h"
@@ -27,6 +28,7 @@ struct cclfs_opts {
 	char *config;
 	char *statedir;
 	int recover;
+	int nopassthrough;
 	int help;
 	int version;
 };
@@ -36,10 +38,15 @@ struct cclfs_opts {
 		t, offsetof(struct cclfs_opts, p), 1                           \
 	}
 static const struct fuse_opt cclfs_optspec[] = {
-	CCLFS_OPT("config=%s", config),	 CCLFS_OPT("statedir=%s", statedir),
-	CCLFS_OPT("recover", recover),	 CCLFS_OPT("-h", help),
-	CCLFS_OPT("--help", help),	 CCLFS_OPT("-V", version),
-	CCLFS_OPT("--version", version), FUSE_OPT_END,
+	CCLFS_OPT("config=%s", config),
+	CCLFS_OPT("statedir=%s", statedir),
+	CCLFS_OPT("recover", recover),
+	CCLFS_OPT("nopassthrough", nopassthrough),
+	CCLFS_OPT("-h", help),
+	CCLFS_OPT("--help", help),
+	CCLFS_OPT("-V", version),
+	CCLFS_OPT("--version", version),
+	FUSE_OPT_END,
 };
 
 static void cclfs_usage(const char *prog)
@@ -73,6 +80,10 @@ static void cclfs_usage(const char *prog)
 	       "                        the state directory holds that the "
 	       "database does not\n"
 	       "                        know\n"
+	       "    -o nopassthrough    a local node's files/ goes through "
+	       "the daemon, not\n"
+	       "                        straight to the node's files (FUSE "
+	       "passthrough)\n"
 	       "    -o allow_other      let other users see the mount "
 	       "(FUSE option)\n"
 	       "\n"
@@ -202,6 +213,8 @@ int main(int argc, char *argv[])
 		goto out;
 	if (fuse_mount(fuse, cmd.mountpoint) != 0)
 		goto out_destroy;
+	if (passthrough_attach(fuse_get_session(fuse), !opts.nopassthrough))
+		goto out_unmount;
 	if (fuse_daemonize(cmd.foreground) != 0)
 		goto out_unmount;
 	if (fuse_set_signal_handlers(fuse_get_session(fuse)) != 0)

@@ -5,6 +5,7 @@
 
 #include "fs/files.h"
 #include "fs/inval.h"
+#include "fs/passthrough.h"
 #include "fs/path.h"
 #include "fs/readme.h"
 #include "fs/watch.h"
@@ -45,8 +46,9 @@ struct fshandle {
 	bool stale;	/* the file changed since its snapshot (a poll saw
 			   it): the next read from offset 0 takes a new one */
 	int refused;	/* -errno of a refused write: the rest is refused too */
-	struct model_files *files; /* nodes/N/files/: the open node file */
-	uint64_t pfh;		   /* and the provider's handle of it */
+	struct model_files *files;   /* nodes/N/files/: the open node file */
+	uint64_t pfh;		     /* and the provider's handle of it */
+	struct passthrough_file *pt; /* the kernel reads and writes it */
 };
 
 static struct fsctx *fs_ctx(void)
@@ -1133,6 +1135,7 @@ static void fs_handle_free(struct fshandle *h)
 		return;
 	if (h->fd >= 0)
 		close(h->fd);
+	passthrough_close(h->pt);
 	if (h->files) {
 		model_files_close(h->files, h->pfh);
 		model_files_put(h->files);
@@ -1688,6 +1691,15 @@ static int fs_files_open(const struct fspath *p, int flags, mode_t mode,
 	fi->keep_cache = 0;
 	h->path.rel = ""; /* it pointed into this request's path */
 	fi->fh = (uint64_t)(uintptr_t)h;
+	/* A file on this machine (a local node's): the kernel reads and
+	 * writes it itself, in the node's page cache, so nothing is stale
+	 * and mmap is the node file's; writes are not seen here, so a
+	 * writable open counts as written (see fs_flush). */
+	h->pt = passthrough_open(fs_files_fd(h));
+	if (h->pt) {
+		fi->direct_io = 0;
+		h->wrote = (flags & O_ACCMODE) != O_RDONLY;
+	}
 	return 0;
 }
 
