@@ -98,13 +98,14 @@ struct passthrough_file {
 
 static struct {
 	pthread_mutex_t lock;
-	int fd;		      /* /dev/fuse of the session */
-	bool enable;	      /* not -o nopassthrough */
-	bool offered;	      /* the kernel's INIT offered passthrough */
-	atomic_bool on;	      /* and it was asked for */
-	uint64_t init_unique; /* the INIT request's */
+	int fd;	     /* /dev/fuse of the session */
+	bool enable; /* not -o nopassthrough */
+	/* set by the thread that reads INIT, looked at by all */
+	atomic_bool offered;	      /* the kernel offered passthrough */
+	atomic_bool on;		      /* and it was asked for */
+	_Atomic uint64_t init_unique; /* the INIT request's */
 	struct passthrough_file *files;
-} pt = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .on = false};
+} pt = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
 /* The backing id of the open this thread is answering, or 0. */
 static _Thread_local int32_t pt_pending;

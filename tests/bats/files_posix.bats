@@ -4,9 +4,12 @@
 # checking itself: every plain test passes), in files/ of a local node and
 # in files/ of a hosts node on an sshd test host (127.0.1.161). "The node
 # side" is the same directory for the plain one and the node's exec file
-# for a node. Select with -f '^plain: ', -f '^local: ', -f '^ssh: ' or an
-# item, e.g. -f 'hard links'. Runs as root (chown, a second user, the
-# test host).
+# for a node. A local node's files are passed through to the kernel
+# (FUSE passthrough) where it can; local-nopt: runs the checks that
+# concern file data again with -o nopassthrough, the path through the
+# daemon. Select with -f '^plain: ', -f '^local: ', -f '^local-nopt: ',
+# -f '^ssh: ' or an item, e.g. -f 'hard links'. Runs as root (chown, a
+# second user, the test host).
 
 load helpers
 source "$BATS_TEST_DIRNAME/../sshd/testhosts.bash"
@@ -82,8 +85,14 @@ on() {
 		DISK=$D
 		on_node() { (cd "$D" && bash -c "$1"); }
 		;;
-	local)
-		cclfs_setup -o allow_other
+	local | local-nopt)
+		if [ "$1" = local ]; then
+			cclfs_setup -o allow_other
+		else
+			cclfs_setup -o allow_other -o nopassthrough
+		fi
+		POSIX_KIND=local
+		KIND=local
 		CNAME=p$BATS_TEST_NUMBER
 		posix_deploy local
 		DISK=$(cd "$STATE" && pwd -P)/nodes/$CNAME/0
@@ -335,6 +344,144 @@ with_other_user() {
 
 @test "local: another user" {
 	on local
+	with_other_user
+	posix_other_user "$OTHER"
+}
+
+# FUSE passthrough (Linux 6.9 and later): the kernel reads and writes a
+# local node's file itself. Skipped where the kernel has none.
+needs_passthrough() {
+	local cfg
+	for cfg in /proc/config.gz "/boot/config-$(uname -r)"; do
+		[ -r "$cfg" ] || continue
+		if zgrep -q '^CONFIG_FUSE_PASSTHROUGH=y' "$cfg"; then
+			return 0
+		fi
+		skip "this kernel has no FUSE passthrough"
+	done
+	skip "this kernel's configuration is not readable"
+}
+
+# Bytes the daemon read and wrote (read, write, splice) so far.
+daemon_io() {
+	awk '/^(rchar|wchar):/ { n += $2 } END { print n }' "/proc/$CCLFS_PID/io"
+}
+
+# 32 MiB written into files/ and read back: how many bytes the daemon
+# moved meanwhile.
+io_through_daemon() {
+	local before after
+	before=$(daemon_io)
+	dd if=/dev/urandom of="$TESTDIR/data" bs=1M count=32 status=none
+	cp "$TESTDIR/data" "$D/data"
+	cmp "$TESTDIR/data" "$D/data"
+	cmp "$TESTDIR/data" "$DISK/data"
+	after=$(daemon_io)
+	echo $((after - before))
+}
+
+@test "local: passthrough: file data does not go through the daemon" {
+	needs_passthrough
+	on local
+	local moved
+	moved=$(io_through_daemon)
+	echo "the daemon moved $moved bytes" >&2
+	[ "$moved" -lt $((4 << 20)) ]
+}
+
+@test "local: nopassthrough: file data goes through the daemon" {
+	on local-nopt
+	local moved
+	moved=$(io_through_daemon)
+	echo "the daemon moved $moved bytes" >&2
+	[ "$moved" -ge $((64 << 20)) ]
+}
+
+# A shared mapping through the mount maps the node's file itself: what
+# either side writes, the other reads at once, without msync.
+@test "local: passthrough: a shared mapping is the node's file" {
+	needs_passthrough
+	on local
+	cd "$D"
+	head -c 8192 /dev/zero >m
+	run python3 - "$DISK/m" <<-'PY'
+		import mmap, os, sys
+		fd = os.open("m", os.O_RDWR)
+		m = mmap.mmap(fd, 8192, mmap.MAP_SHARED)
+		m[0:5] = b"mount"
+		with open(sys.argv[1], "rb") as f:
+		    print(f.read(5).decode())
+		with open(sys.argv[1], "r+b") as f:
+		    f.seek(4096)
+		    f.write(b"node")
+		print(m[4096:4100].decode())
+	PY
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = mount ]
+	[ "${lines[1]}" = node ]
+}
+
+# A command on the node renames another file over one that is open
+# through the mount: the descriptor keeps reading the file it opened, as
+# on a disk. The name opens the new file once that descriptor is closed;
+# until then the kernel refuses it (EIO), since passthrough ties the
+# name's inode to one file while it is open (cclfs(1)).
+@test "local: passthrough: a file replaced on the node while open" {
+	needs_passthrough
+	on local
+	cd "$D"
+	echo old >f
+	exec 7<f
+	node_exec 'echo new >g && mv g f' >/dev/null
+	run cat f
+	[ "$status" -ne 0 ]
+	[[ $output == *"Input/output error"* ]]
+	[ "$(cat <&7)" = old ]
+	exec 7<&-
+	[ "$(cat f)" = new ]
+}
+
+# ------------------------------------------- local, without passthrough
+# The same checks as local:, for the files that go through the daemon:
+# an unprivileged daemon's, a kernel without passthrough, -o nopassthrough.
+
+@test "local-nopt: regular files" {
+	on local-nopt
+	posix_regular
+}
+
+@test "local-nopt: open file usable after unlink" {
+	on local-nopt
+	posix_unlink_open
+}
+
+@test "local-nopt: open file usable after rename" {
+	on local-nopt
+	posix_rename_open
+}
+
+@test "local-nopt: fcntl locks" {
+	on local-nopt
+	posix_lock_fcntl
+}
+
+@test "local-nopt: sqlite written from both sides" {
+	on local-nopt
+	posix_sqlite
+}
+
+@test "local-nopt: fresh after a node command" {
+	on local-nopt
+	posix_fresh_exec
+}
+
+@test "local-nopt: fresh after a background change" {
+	on local-nopt
+	posix_fresh_background
+}
+
+@test "local-nopt: another user" {
+	on local-nopt
 	with_other_user
 	posix_other_user "$OTHER"
 }
