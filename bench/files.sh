@@ -26,10 +26,11 @@
 # target is reported, not fatal.
 #
 # Knobs (environment): BIN (the cclfs binary, default build/cclfs), BIG_MB,
-# SMALL_N, ROUNDS (default 3), HOST_K (default 171), OUT (default
-# bench/results), COMMIT (the commit BIN was built from, when it is not
-# this tree's HEAD). Needs root (sshd on port 22, statedir), sshfs and
-# fusermount3.
+# SMALL_N, ROUNDS (default 4: even, so that both orders count alike; a
+# big copy's time depends on what ran before it, docs/performance.md),
+# HOST_K (default 171), OUT (default bench/results), COMMIT (the commit
+# BIN was built from, when it is not this tree's HEAD). Needs root (sshd on
+# port 22, statedir), sshfs and fusermount3.
 set -euo pipefail
 export LC_ALL=C
 
@@ -37,7 +38,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=${BIN:-$REPO/build/cclfs}
 BIG_MB=${BIG_MB:-1024}
 SMALL_N=${SMALL_N:-10000}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-4}
 HOST_K=${HOST_K:-171}
 OUT=${OUT:-$REPO/bench/results}
 TARGET_LOCAL_BIG=1.5

@@ -43,9 +43,8 @@ struct pt_in_header {
 	uint16_t total_extlen, padding;
 };
 
-struct pt_init_in {
-	uint32_t major, minor, max_readahead, flags, flags2;
-};
+/* fuse_init_in: major, minor, max_readahead, flags, flags2 */
+enum { PT_INIT_IN_FLAGS = 12, PT_INIT_IN_FLAGS2 = 16, PT_INIT_IN_MIN = 20 };
 
 struct pt_out_header {
 	uint32_t len;
@@ -67,13 +66,10 @@ struct pt_open_out {
 	int32_t backing_id;
 };
 
-struct pt_backing_map {
-	int32_t fd;
-	uint32_t flags;
-	uint64_t padding;
-};
+/* struct fuse_backing_map: the descriptor, flags (none), 64 bits unused */
+typedef uint32_t pt_backing_map[4];
 
-#define PT_IOC_BACKING_OPEN  _IOW(229, 1, struct pt_backing_map)
+#define PT_IOC_BACKING_OPEN  _IOW(229, 1, pt_backing_map)
 #define PT_IOC_BACKING_CLOSE _IOW(229, 2, uint32_t)
 
 /* An open reply is the open_out alone, a create reply the entry_out (128
@@ -126,18 +122,20 @@ static ssize_t pt_read(int fd, void *buf, size_t len, void *userdata)
 {
 	ssize_t n = read(fd, buf, len);
 	struct pt_in_header in;
-	struct pt_init_in init;
+	uint32_t flags, flags2;
+	const char *init = (const char *)buf + sizeof(in);
 
 	(void)userdata;
 	/* INIT is the first request, read before libfuse splices any */
 	if (pt.enable && !pt.init_unique &&
-	    n >= (ssize_t)(sizeof(in) + sizeof(init))) {
+	    n >= (ssize_t)(sizeof(in) + PT_INIT_IN_MIN)) {
 		memcpy(&in, buf, sizeof(in));
-		memcpy(&init, (char *)buf + sizeof(in), sizeof(init));
+		memcpy(&flags, init + PT_INIT_IN_FLAGS, sizeof(flags));
+		memcpy(&flags2, init + PT_INIT_IN_FLAGS2, sizeof(flags2));
 		if (in.opcode == PT_OP_INIT) {
 			pt.init_unique = in.unique;
-			pt.offered = (init.flags & PT_INIT_EXT) &&
-				     (init.flags2 & PT_INIT2_PASSTHROUGH) &&
+			pt.offered = (flags & PT_INIT_EXT) &&
+				     (flags2 & PT_INIT2_PASSTHROUGH) &&
 				     pt_may();
 		}
 	}
@@ -239,7 +237,7 @@ bool passthrough_on(void)
 
 struct passthrough_file *passthrough_open(int fd)
 {
-	struct pt_backing_map map = {.fd = fd};
+	pt_backing_map map = {(uint32_t)fd};
 	struct passthrough_file *f;
 	struct stat st;
 	int id;
@@ -251,7 +249,7 @@ struct passthrough_file *passthrough_open(int fd)
 		if (f->dev == st.st_dev && f->ino == st.st_ino)
 			break;
 	if (!f) {
-		id = ioctl(pt.fd, PT_IOC_BACKING_OPEN, &map);
+		id = ioctl(pt.fd, PT_IOC_BACKING_OPEN, map);
 		f = id > 0 ? calloc(1, sizeof(*f)) : NULL;
 		if (!f) {
 			if (id > 0)
