@@ -159,30 +159,33 @@ static ssize_t pt_writev(int fd, struct iovec *iov, int count, void *userdata)
 	struct iovec v[2];
 	char body[PT_ENTRY_OUT + sizeof(struct pt_open_out)];
 	struct pt_open_out oo;
+	bool init;
 	size_t at;
 
 	(void)userdata;
-	if (count != 2 || iov[0].iov_len != sizeof(out) ||
-	    iov[1].iov_len > sizeof(body))
+	/* most replies need nothing: sent as they are, without a copy */
+	if ((!pt_pending && !pt.offered) || count != 2 ||
+	    iov[0].iov_len != sizeof(out) || iov[1].iov_len > sizeof(body))
 		return writev(fd, iov, count);
 	memcpy(&out, iov[0].iov_base, sizeof(out));
-	if (out.unique == 0) /* a notification, not a reply */
-		return writev(fd, iov, count);
+	init = pt.offered && out.unique == pt.init_unique;
+	if (out.unique == 0 || (!init && !pt_pending))
+		return writev(fd, iov, count); /* a notification, or not ours */
 	memcpy(body, iov[1].iov_base, iov[1].iov_len);
 	v[0] = iov[0];
 	v[1] = (struct iovec){body, iov[1].iov_len};
-	if (pt.offered && out.unique == pt.init_unique && out.error == 0 &&
-	    iov[1].iov_len >= sizeof(struct pt_init_out)) {
+	if (init) {
 		struct pt_init_out o;
 
 		pt.offered = false;
-		memcpy(&o, body, sizeof(o));
-		pt_patch_init(&o);
-		memcpy(body, &o, sizeof(o));
+		if (out.error == 0 &&
+		    iov[1].iov_len >= sizeof(struct pt_init_out)) {
+			memcpy(&o, body, sizeof(o));
+			pt_patch_init(&o);
+			memcpy(body, &o, sizeof(o));
+		}
 		return writev(fd, v, 2);
 	}
-	if (!pt_pending)
-		return writev(fd, iov, count);
 	/* the first reply this thread sends after passthrough_open is that
 	 * open's (or its error) */
 	at = iov[1].iov_len == sizeof(oo)		   ? 0
@@ -228,11 +231,6 @@ int passthrough_attach(struct fuse_session *se, bool enable)
 	pt.fd = fuse_session_fd(se);
 	pt.enable = enable;
 	return fuse_session_custom_io(se, &io, pt.fd) == 0 ? 0 : -1;
-}
-
-bool passthrough_on(void)
-{
-	return pt.on;
 }
 
 struct passthrough_file *passthrough_open(int fd)

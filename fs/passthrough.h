@@ -14,10 +14,6 @@ struct passthrough_file;
  * plain and passthrough is never asked for. 0 or -1 (libfuse refused). */
 int passthrough_attach(struct fuse_session *se, bool enable);
 
-/* Whether the kernel agreed to passthrough at INIT, and this daemon may
- * use it (it has CAP_SYS_ADMIN). */
-bool passthrough_on(void);
-
 /* fd is a node file this daemon opened for the open being answered by
  * the calling thread: register it as that open's backing file, so that
  * the reply tells the kernel to read and write it directly. NULL when
