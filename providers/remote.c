@@ -5,6 +5,7 @@
 #include "providers/remote.h"
 
 #include "providers/cancel.h"
+#include "providers/remote_attrs.h"
 #include "providers/sshkey.h"
 
 #include <errno.h>
@@ -145,6 +146,7 @@ void remote_put(struct remote_node *nd)
 		if (!free_it)
 			return;
 		ssh_conn_free(nd->conn);
+		remote_attrs_forget(nd);
 		free(nd);
 		nd = mgr;
 	}
@@ -707,6 +709,9 @@ int remote_run(struct remote *r, const struct provider_node *node,
 	} else {
 		rc = ssh_exec(nd->conn, &x, run->cancelled, run->cancel_ctx,
 			      err, errlen);
+		/* What it changed shows from now on (mpiexec's command
+		 * changes other nodes' files too). */
+		remote_attrs_changed();
 		if (rc == -EINTR || rc == -ETIMEDOUT) {
 			/* Its channel is closed; what it started goes too. */
 			char e[SSH_ERR_MAX];

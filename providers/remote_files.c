@@ -4,12 +4,14 @@
  * kept here, between the processes that go through the mount. */
 #include "providers/remote.h"
 
+#include "providers/remote_attrs.h"
 #include "providers/ssh_sftp.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +46,7 @@ struct remote_file {
 	char *rel;		    /* in files/: the key of remote_linked */
 	struct remote_locks *locks; /* once it locked */
 	int flock_fd;		    /* its flock, on an OFD of locks->memfd */
+	atomic_bool dirty;	    /* written since its last flush */
 };
 
 static pthread_mutex_t remote_locks_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -98,69 +101,6 @@ static void remote_linked_set(const struct remote_node *nd, const char *path,
 	pthread_mutex_unlock(&remote_linked_mutex);
 }
 
-/* What a change of times or owners left, asked in its flight (see
- * ssh_sftp_utimens): the answer to the getattr the kernel sends right
- * after the change, once, and only within REMOTE_AFTER_NS. */
-#define REMOTE_AFTER_MAX 16
-#define REMOTE_AFTER_NS	 100000000LL
-static pthread_mutex_t remote_after_mutex = PTHREAD_MUTEX_INITIALIZER;
-static struct remote_after {
-	const struct remote_node *nd;
-	char *path;
-	int64_t ns;
-	struct stat st;
-} remote_after[REMOTE_AFTER_MAX];
-
-static int64_t remote_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* Take path's entry (into st, when fresh): true when st was filled. */
-static bool remote_after_take(const struct remote_node *nd, const char *path,
-			      struct stat *st)
-{
-	bool got = false;
-
-	pthread_mutex_lock(&remote_after_mutex);
-	for (int i = 0; i < REMOTE_AFTER_MAX; i++) {
-		struct remote_after *a = &remote_after[i];
-
-		if (!a->path || a->nd != nd || strcmp(a->path, path) != 0)
-			continue;
-		if (st && remote_now_ns() - a->ns < REMOTE_AFTER_NS) {
-			*st = a->st;
-			got = true;
-		}
-		free(a->path);
-		a->path = NULL;
-	}
-	pthread_mutex_unlock(&remote_after_mutex);
-	return got;
-}
-
-static void remote_after_put(const struct remote_node *nd, const char *path,
-			     const struct stat *st)
-{
-	static unsigned next;
-	struct remote_after *a;
-
-	remote_after_take(nd, path, NULL);
-	if (st->st_mode == 0) /* not known */
-		return;
-	pthread_mutex_lock(&remote_after_mutex);
-	a = &remote_after[next++ % REMOTE_AFTER_MAX];
-	free(a->path);
-	a->path = strdup(path);
-	a->nd = nd;
-	a->ns = remote_now_ns();
-	a->st = *st;
-	pthread_mutex_unlock(&remote_after_mutex);
-}
-
 /* The server's path of a path of files/: ENAMETOOLONG for a name longer
  * than NAME_MAX (which OpenSSH would answer with a bare "bad message"). */
 static int remote_path(const struct provider_node *node, const char *path,
@@ -195,6 +135,17 @@ static int remote_path(const struct provider_node *node, const char *path,
 		remote_put(nd_);                                               \
 		return rc_;                                                    \
 	} while (0)
+
+/* REMOTE_FILE_CALL of a call that changes the node's files: whatever it
+ * did, what was kept of them before is void once it ends. */
+#define REMOTE_FILE_CHANGE(p, node, path, call)                                \
+	REMOTE_FILE_CALL(p, node, path, remote_changed_rc(call))
+
+static int remote_changed_rc(int rc)
+{
+	remote_attrs_changed();
+	return rc;
+}
 
 /* The login's uid and gid on the node: the owner of its working
  * directory (which the login made). */
@@ -287,7 +238,7 @@ static void remote_nlink(struct remote_node *nd, const char *rel,
 static int remote_stat(struct remote_node *nd, const struct provider_node *node,
 		       const char *rel, const char *full, struct stat *st)
 {
-	int rc = remote_after_take(nd, rel, st)
+	int rc = remote_attrs_take(nd, rel, st)
 			 ? 0
 			 : ssh_sftp_stat(remote_conn(nd), full, st);
 
@@ -355,6 +306,9 @@ static int remote_files_open(struct provider *p,
 {
 	struct remote_file *hf = calloc(1, sizeof(*hf));
 	char full[PROVIDER_PATH_MAX + 1], e[SSH_ERR_MAX];
+	bool changes = flags & (O_CREAT | O_TRUNC);
+	uint64_t before = remote_attrs_epoch();
+	struct stat after = {0};
 	int rc;
 
 	if (!hf)
@@ -370,7 +324,11 @@ static int remote_files_open(struct provider *p,
 		rc = -EIO;
 	if (!rc)
 		rc = ssh_sftp_open(remote_conn(hf->nd), full, flags, mode,
-				   &hf->f);
+				   &hf->f, &after);
+	if (changes)
+		remote_attrs_put_changed(hf->nd, path, &after, before);
+	else if (!rc)
+		remote_attrs_put(hf->nd, path, &after, before);
 	if (rc) {
 		if (hf->nd)
 			remote_put(hf->nd);
@@ -388,30 +346,46 @@ static struct remote_file *remote_fh(uint64_t fh)
 	return (struct remote_file *)(uintptr_t)fh;
 }
 
+/* The writes of hf are on the node (or failed): what was looked at while
+ * they were on their way is void. Every call on an open file but a write
+ * waits for its writes first. */
+static int remote_drained(struct remote_file *hf, int rc)
+{
+	if (atomic_exchange(&hf->dirty, false))
+		remote_attrs_changed();
+	return rc;
+}
+
 static int remote_files_read(struct provider *p, uint64_t fh, char *buf,
 			     size_t size, off_t off)
 {
 	(void)p;
-	return ssh_sftp_read(remote_fh(fh)->f, buf, size, off);
+	return remote_drained(remote_fh(fh),
+			      ssh_sftp_read(remote_fh(fh)->f, buf, size, off));
 }
 
 static int remote_files_write(struct provider *p, uint64_t fh, const char *buf,
 			      size_t size, off_t off)
 {
+	struct remote_file *hf = remote_fh(fh);
+	int rc = ssh_sftp_write(hf->f, buf, size, off);
+
 	(void)p;
-	return ssh_sftp_write(remote_fh(fh)->f, buf, size, off);
+	atomic_store(&hf->dirty, true);
+	remote_attrs_changed();
+	return rc;
 }
 
 static int remote_files_fsync(struct provider *p, uint64_t fh)
 {
 	(void)p;
-	return ssh_sftp_fsync(remote_fh(fh)->f);
+	return remote_drained(remote_fh(fh), ssh_sftp_fsync(remote_fh(fh)->f));
 }
 
 static int remote_files_flush(struct provider *p, uint64_t fh)
 {
 	(void)p;
-	return ssh_sftp_flush(remote_fh(fh)->f);
+	return remote_drained(remote_fh(fh), ssh_sftp_flush(remote_fh(fh)->f));
 }
 
 /* SFTP's fstat has no link count: the names known to share the file. */
@@ -428,7 +402,7 @@ static int remote_files_fgetattr(struct provider *p, uint64_t fh,
 {
 	struct remote_file *hf = remote_fh(fh);
 	unsigned long uid, gid;
-	int rc = ssh_sftp_fstat(hf->f, st);
+	int rc = remote_drained(hf, ssh_sftp_fstat(hf->f, st));
 
 	(void)p;
 	if (rc)
@@ -443,7 +417,7 @@ static int remote_files_fgetattr(struct provider *p, uint64_t fh,
 static int remote_files_ftruncate(struct provider *p, uint64_t fh, off_t size)
 {
 	(void)p;
-	return ssh_sftp_fsetsize(remote_fh(fh)->f, size);
+	return remote_changed_rc(ssh_sftp_fsetsize(remote_fh(fh)->f, size));
 }
 
 /* Drop a handle's hold on its file's locks (the last one frees them:
@@ -482,7 +456,7 @@ static void remote_locks_leave(struct remote_file *hf)
 static int remote_files_close(struct provider *p, uint64_t fh)
 {
 	struct remote_file *hf = remote_fh(fh);
-	int rc = ssh_sftp_close(hf->f);
+	int rc = remote_drained(hf, ssh_sftp_close(hf->f));
 
 	(void)p;
 	remote_locks_leave(hf);
@@ -634,33 +608,32 @@ static int remote_files_truncate(struct provider *p,
 				 const struct provider_node *node,
 				 const char *path, off_t size)
 {
-	REMOTE_FILE_CALL(p, node, path,
-			 ssh_sftp_setsize(remote_conn(nd_), full_, size));
+	REMOTE_FILE_CHANGE(p, node, path,
+			   ssh_sftp_setsize(remote_conn(nd_), full_, size));
 }
 
 static int remote_files_mkdir(struct provider *p,
 			      const struct provider_node *node,
 			      const char *path, mode_t mode)
 {
-	REMOTE_FILE_CALL(p, node, path,
-			 ssh_sftp_mkdir(remote_conn(nd_), full_, mode));
+	REMOTE_FILE_CHANGE(p, node, path,
+			   ssh_sftp_mkdir(remote_conn(nd_), full_, mode));
 }
 
 static int remote_files_unlink(struct provider *p,
 			       const struct provider_node *node,
 			       const char *path)
 {
-	REMOTE_FILE_CALL(p, node, path,
-			 (remote_after_take(nd_, path, NULL),
-			  ssh_sftp_unlink(remote_conn(nd_), full_)));
+	REMOTE_FILE_CHANGE(p, node, path,
+			   ssh_sftp_unlink(remote_conn(nd_), full_));
 }
 
 static int remote_files_rmdir(struct provider *p,
 			      const struct provider_node *node,
 			      const char *path)
 {
-	REMOTE_FILE_CALL(p, node, path,
-			 ssh_sftp_rmdir(remote_conn(nd_), full_));
+	REMOTE_FILE_CHANGE(p, node, path,
+			   ssh_sftp_rmdir(remote_conn(nd_), full_));
 }
 
 static int remote_files_rename(struct provider *p,
@@ -673,19 +646,17 @@ static int remote_files_rename(struct provider *p,
 
 	if (rc)
 		return rc;
-	REMOTE_FILE_CALL(
+	REMOTE_FILE_CHANGE(
 		p, node, from,
-		(remote_after_take(nd_, from, NULL),
-		 remote_after_take(nd_, to, NULL),
-		 ssh_sftp_rename(remote_conn(nd_), full_, to_full, flags)));
+		ssh_sftp_rename(remote_conn(nd_), full_, to_full, flags));
 }
 
 static int remote_files_chmod(struct provider *p,
 			      const struct provider_node *node,
 			      const char *path, mode_t mode)
 {
-	REMOTE_FILE_CALL(p, node, path,
-			 ssh_sftp_chmod(remote_conn(nd_), full_, mode));
+	REMOTE_FILE_CHANGE(p, node, path,
+			   ssh_sftp_chmod(remote_conn(nd_), full_, mode));
 }
 
 /* Owners as the node knows them: the mounting user's are the login's. */
@@ -697,17 +668,20 @@ static int remote_chown(struct remote_node *nd,
 		u = uid == (uid_t)-1 ? (unsigned long)-1 : uid,
 		g = gid == (gid_t)-1 ? (unsigned long)-1 : gid;
 
-	remote_login_ids(nd, node, &luid, &lgid);
-	struct stat after;
+	uint64_t before = remote_attrs_epoch();
+	struct stat after = {0};
 	int rc;
+
+	remote_login_ids(nd, node, &luid, &lgid);
 
 	if (uid == getuid() && luid != (unsigned long)-1)
 		u = luid;
 	if (gid == getgid() && lgid != (unsigned long)-1)
 		g = lgid;
 	rc = ssh_sftp_chown(remote_conn(nd), full, u, g, &after);
-	if (rc == 0)
-		remote_after_put(nd, rel, &after);
+	if (rc)
+		after.st_mode = 0;
+	remote_attrs_put_changed(nd, rel, &after, before);
 	return rc;
 }
 
@@ -722,11 +696,13 @@ static int remote_files_chown(struct provider *p,
 static int remote_utimens(struct remote_node *nd, const char *rel,
 			  const char *full, const struct timespec tv[2])
 {
-	struct stat after;
+	uint64_t before = remote_attrs_epoch();
+	struct stat after = {0};
 	int rc = ssh_sftp_utimens(remote_conn(nd), full, tv, &after);
 
-	if (rc == 0)
-		remote_after_put(nd, rel, &after);
+	if (rc)
+		after.st_mode = 0;
+	remote_attrs_put_changed(nd, rel, &after, before);
 	return rc;
 }
 
@@ -741,8 +717,8 @@ static int remote_files_symlink(struct provider *p,
 				const struct provider_node *node,
 				const char *target, const char *path)
 {
-	REMOTE_FILE_CALL(p, node, path,
-			 ssh_sftp_symlink(remote_conn(nd_), target, full_));
+	REMOTE_FILE_CHANGE(p, node, path,
+			   ssh_sftp_symlink(remote_conn(nd_), target, full_));
 }
 
 static int remote_files_readlink(struct provider *p,
@@ -775,8 +751,8 @@ static int remote_files_link(struct provider *p,
 
 	if (rc)
 		return rc;
-	REMOTE_FILE_CALL(p, node, from,
-			 remote_link(nd_, from, full_, to, to_full));
+	REMOTE_FILE_CHANGE(p, node, from,
+			   remote_link(nd_, from, full_, to, to_full));
 }
 
 /* A regular file is made as open(O_CREAT | O_EXCL) would; SFTP cannot
@@ -790,7 +766,7 @@ static int remote_mknod(struct remote_node *nd, const char *full, mode_t mode)
 	if (!S_ISREG(mode))
 		return -EPERM;
 	rc = ssh_sftp_open(remote_conn(nd), full, O_WRONLY | O_CREAT | O_EXCL,
-			   mode & 07777, &f);
+			   mode & 07777, &f, NULL);
 	return rc ? rc : ssh_sftp_close(f);
 }
 
@@ -799,7 +775,7 @@ static int remote_files_mknod(struct provider *p,
 			      const char *path, mode_t mode, dev_t dev)
 {
 	(void)dev;
-	REMOTE_FILE_CALL(p, node, path, remote_mknod(nd_, full_, mode));
+	REMOTE_FILE_CHANGE(p, node, path, remote_mknod(nd_, full_, mode));
 }
 
 static int remote_files_statfs(struct provider *p,

@@ -173,6 +173,12 @@ struct ssh_file {
 	bool o_have;
 	int64_t o_ns;
 	struct stat o_st;
+	/* The size of a regular file as the open saw it, until the handle
+	 * writes or sets a size (-1: unknown): a read that ends there short
+	 * of what it asked is at the end of the file, with no request more
+	 * to learn it (libssh2 cannot tell a short reply from a partial
+	 * answer). */
+	off_t o_size;
 };
 
 /* How long the attributes asked with a change stay the answer to the
@@ -389,6 +395,8 @@ static int sftp_transfer(struct ssh_conn *c, struct sftp_req *q,
 		if (n == 0 && rd)
 			break;
 		q->done += (size_t)n;
+		if (rd && q->off + (off_t)q->done == q->f->o_size)
+			break;
 	}
 	return 0;
 }
@@ -1041,8 +1049,11 @@ static int sftp_run_file(struct sftp_req *q)
 	int rc;
 
 	pthread_mutex_lock(&q->f->lock);
-	if (q->op == SFTP_FSETSTAT)
+	if (q->op == SFTP_FSETSTAT) {
 		q->f->s_len = 0; /* a new size or mode: read again */
+		if (q->attrs.flags & LIBSSH2_SFTP_ATTR_SIZE)
+			q->f->o_size = -1;
+	}
 	q->f->o_have = false;
 	rc = sftp_wb_drain(q->f);
 	if (rc == 0)
@@ -1183,11 +1194,11 @@ int ssh_sftp_readdir(struct ssh_conn *c, const char *path,
 #define SFTP_UMASKED 022
 
 int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
-		  struct ssh_file **out)
+		  struct ssh_file **out, struct stat *after)
 {
 	struct sftp_req q = {.op = SFTP_OPEN, .path = path, .mode = mode},
 			s = {.op = SFTP_STAT, .path = path};
-	int acc = flags & O_ACCMODE, rc;
+	int acc = flags & O_ACCMODE, rc, src;
 	struct stat st;
 
 	q.flags = (acc == O_RDONLY || acc == O_RDWR ? LIBSSH2_FXF_READ : 0) |
@@ -1196,28 +1207,34 @@ int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 		  ((flags & O_TRUNC) ? LIBSSH2_FXF_TRUNC : 0) |
 		  ((flags & O_EXCL) ? LIBSSH2_FXF_EXCL : 0) |
 		  ((flags & O_APPEND) ? LIBSSH2_FXF_APPEND : 0);
+	if (after)
+		after->st_mode = 0;
 	*out = calloc(1, sizeof(**out));
 	if (!*out)
 		return -ENOMEM;
 	(*out)->gen = ssh_conn_generation(c);
-	if (flags & O_CREAT) {
-		/* the kernel asks the attributes of what it made next */
-		int src;
-
-		rc = sftp_start(c, &q);
-		src = rc ? rc : sftp_start(c, &s);
-		rc = sftp_end(c, &q, rc);
-		src = sftp_end(c, &s, src);
-		if (rc == 0 && src == 0) {
-			sftp_to_stat(&s.attrs, 0, &(*out)->o_st);
+	/* The attributes in the same flight, after the open: the kernel
+	 * asks those of a file it made next, and tar, cp -p and others
+	 * fstat a file they have read (the kernel's atime went stale). */
+	rc = sftp_start(c, &q);
+	src = rc ? rc : sftp_start(c, &s);
+	rc = sftp_end(c, &q, rc);
+	src = sftp_end(c, &s, src);
+	if (src == 0)
+		sftp_to_stat(&s.attrs, 0, &st);
+	(*out)->o_size = src == 0 && S_ISREG(st.st_mode) ? st.st_size : -1;
+	if (rc == 0 && src == 0) {
+		if (after)
+			*after = st;
+		if (flags & O_CREAT) {
+			(*out)->o_st = st;
 			(*out)->o_ns = ssh_now_ns();
 			(*out)->o_have = true;
 		}
-	} else {
-		rc = sftp_run(c, &q);
 	}
 	if (sftp_failure(&q, rc)) {
-		if (ssh_sftp_stat(c, path, &st) != 0)
+		/* What the look in the flight saw explains a bare failure. */
+		if (src != 0)
 			rc = sftp_explain(c, path, true, rc);
 		else if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
 			rc = -EEXIST;
@@ -1244,10 +1261,19 @@ int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 		m.attrs.permissions = mode & 07777;
 		bool had = (*out)->o_have;
 
-		if (sftp_run_file(&m) == 0 && had) {
-			(*out)->o_have = true; /* sftp_run_file dropped it */
-			(*out)->o_st.st_mode = ((*out)->o_st.st_mode & S_IFMT) |
-					       (mode & 07777);
+		if (sftp_run_file(&m) != 0) {
+			if (after)
+				after->st_mode = 0; /* the mode is not known */
+		} else {
+			if (had) {
+				(*out)->o_have = true; /* run_file dropped it */
+				(*out)->o_st.st_mode =
+					((*out)->o_st.st_mode & S_IFMT) |
+					(mode & 07777);
+			}
+			if (after && after->st_mode)
+				after->st_mode = (after->st_mode & S_IFMT) |
+						 (mode & 07777);
 		}
 	}
 	/* The session the handle belongs to (a reconnect may have happened
@@ -1417,6 +1443,7 @@ int ssh_sftp_write(struct ssh_file *f, const char *buf, size_t size, off_t off)
 	f->s_len = 0; /* the bytes kept for reads may change */
 	f->r_at = -1;
 	f->o_have = false;
+	f->o_size = -1;
 	pthread_mutex_lock(&sftp_wb_mu);
 	rc = f->w_err;
 	/* elsewhere than where the last write ended: those first */

@@ -25,8 +25,10 @@ int ssh_sftp_readdir(struct ssh_conn *c, const char *path,
 		     int (*fn)(void *ctx, const char *name,
 			       const struct stat *st),
 		     void *ctx);
+/* after: when not NULL, the file's attributes just after the open, asked
+ * in the same flight (st_mode 0 when unknown). */
 int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
-		  struct ssh_file **out);
+		  struct ssh_file **out, struct stat *after);
 int ssh_sftp_read(struct ssh_file *f, char *buf, size_t size, off_t off);
 /* Answered once the bytes are buffered (write-behind): a write the node
  * refuses is the error of every later write, flush, fsync and close. */

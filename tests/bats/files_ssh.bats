@@ -291,3 +291,45 @@ EOF
 	[ "$(stat -c %s g)" = 17 ]
 	[ "$(cat g)" = "$(printf '12345\n1234567890')" ]
 }
+
+@test "attributes asked with an open never outlive a change or a command" {
+	echo 12345 >g
+	# read, then stat: answered with what the open asked in its flight
+	exec 5<g
+	[ "$(head -c 5 <&5)" = 12345 ]
+	[ "$(stat -c %s g)" = 6 ]
+	# a write through the mount right after another open
+	exec 6<g
+	echo more >>g
+	[ "$(stat -c %s g)" = 11 ]
+	# a command on the node right after an open
+	exec 7<g
+	on_node 'echo 1234567890 >>g'
+	[ "$(stat -c %s g)" = 22 ]
+	exec 7<g
+	on_node 'chmod 600 g'
+	[ "$(stat -c %a g)" = 600 ]
+	# another name of the file changed right after an open of this one
+	ln g h
+	exec 8<g
+	echo x >>h
+	[ "$(stat -c %s g)" = 24 ]
+	exec 5<&- 6<&- 7<&- 8<&-
+}
+
+@test "a file that grew or shrank on the node after its open is read whole" {
+	printf 12345 >g
+	exec 5<g
+	on_node 'printf 67890 >>g'
+	[ "$(cat <&5)" = 1234567890 ]
+	exec 5<g
+	on_node 'printf 123 >g'
+	[ "$(cat <&5)" = 123 ]
+	exec 5<&-
+	# read and written through one descriptor, past the size it opened
+	printf abc >g
+	exec 5<>g
+	printf abcdefgh >&5
+	[ "$(cat g)" = abcdefgh ]
+	exec 5<&-
+}
