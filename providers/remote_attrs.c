@@ -1,5 +1,5 @@
 /* Attributes learned in the flight of a files/ call of an SSH node, kept
- * for the getattr the kernel sends right after it: a few slots, each
+ * for the getattrs the kernel sends right after it: a few slots, each
  * valid for REMOTE_ATTRS_NS and while the change count stays the same. */
 #include "providers/remote_attrs.h"
 
@@ -101,25 +101,22 @@ void remote_attrs_put_changed(const void *node, const char *path,
 		remote_attrs_keep(node, path, st, before + 1);
 }
 
-bool remote_attrs_take(const void *node, const char *path, struct stat *st)
+bool remote_attrs_get(const void *node, const char *path, struct stat *st)
 {
 	bool got = false;
 	uint64_t epoch = remote_attrs_epoch();
 	int64_t now = remote_attrs_now();
 
 	pthread_mutex_lock(&remote_attrs_mutex);
-	for (int i = 0; i < REMOTE_ATTRS_MAX; i++) {
-		struct remote_attrs_entry *a = &remote_attrs_all[i];
+	for (int i = 0; i < REMOTE_ATTRS_MAX && !got; i++) {
+		const struct remote_attrs_entry *a = &remote_attrs_all[i];
 
-		if (!a->path || a->node != node || strcmp(a->path, path) != 0)
-			continue;
-		if (!got && a->epoch == epoch &&
-		    now - a->ns < REMOTE_ATTRS_NS) {
+		if (a->path && a->node == node && a->epoch == epoch &&
+		    now - a->ns < REMOTE_ATTRS_NS &&
+		    strcmp(a->path, path) == 0) {
 			*st = a->st;
 			got = true;
 		}
-		free(a->path);
-		a->path = NULL;
 	}
 	pthread_mutex_unlock(&remote_attrs_mutex);
 	return got;

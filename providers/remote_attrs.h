@@ -1,5 +1,5 @@
 /* What an SFTP flight of files/ learned of a path besides its answer (the
- * attributes after a change, or at an open), kept for the getattr the
+ * attributes after a change, or at an open), kept for the getattrs the
  * kernel sends next, only while nothing changed the node's files since. */
 #ifndef CCLFS_PROVIDERS_REMOTE_ATTRS_H
 #define CCLFS_PROVIDERS_REMOTE_ATTRS_H
@@ -30,9 +30,8 @@ void remote_attrs_put(const void *node, const char *path, const struct stat *st,
  * change ended during the flight. */
 void remote_attrs_put_changed(const void *node, const char *path,
 			      const struct stat *st, uint64_t before);
-/* Take path's entry: true, with st filled, when it is still valid; the
- * entry goes either way (it answers once). */
-bool remote_attrs_take(const void *node, const char *path, struct stat *st);
+/* Path's entry: true, with st filled, while it is valid. */
+bool remote_attrs_get(const void *node, const char *path, struct stat *st);
 /* Drop every entry of node (its connection is freed). */
 void remote_attrs_forget(const void *node);
 

@@ -238,7 +238,7 @@ static void remote_nlink(struct remote_node *nd, const char *rel,
 static int remote_stat(struct remote_node *nd, const struct provider_node *node,
 		       const char *rel, const char *full, struct stat *st)
 {
-	int rc = remote_attrs_take(nd, rel, st)
+	int rc = remote_attrs_get(nd, rel, st)
 			 ? 0
 			 : ssh_sftp_stat(remote_conn(nd), full, st);
 
@@ -651,12 +651,31 @@ static int remote_files_rename(struct provider *p,
 		ssh_sftp_rename(remote_conn(nd_), full_, to_full, flags));
 }
 
+/* The attributes kept of the file, if any, with the new mode are what
+ * the node now has: the getattr after a chmod needs no request. Not so
+ * with set-id or sticky bits, which the node's kernel may drop silently
+ * (setgid when the login is not in the file's group). */
+static int remote_chmod(struct remote_node *nd, const char *rel,
+			const char *full, mode_t mode)
+{
+	uint64_t before = remote_attrs_epoch();
+	struct stat st = {0};
+	bool had = remote_attrs_get(nd, rel, &st);
+	int rc = ssh_sftp_chmod(remote_conn(nd), full, mode);
+
+	if (rc == 0 && had && !(mode & 07000))
+		st.st_mode = (st.st_mode & S_IFMT) | (mode & 0777);
+	else
+		st.st_mode = 0;
+	remote_attrs_put_changed(nd, rel, &st, before);
+	return rc;
+}
+
 static int remote_files_chmod(struct provider *p,
 			      const struct provider_node *node,
 			      const char *path, mode_t mode)
 {
-	REMOTE_FILE_CHANGE(p, node, path,
-			   ssh_sftp_chmod(remote_conn(nd_), full_, mode));
+	REMOTE_FILE_CALL(p, node, path, remote_chmod(nd_, path, full_, mode));
 }
 
 /* Owners as the node knows them: the mounting user's are the login's. */

@@ -315,6 +315,13 @@ EOF
 	echo x >>h
 	[ "$(stat -c %s g)" = 24 ]
 	exec 5<&- 6<&- 7<&- 8<&-
+	# a chmod after times were set: the mode it set, with those times
+	touch -d @1000000000 g
+	chmod 640 g
+	[ "$(stat -c '%a %Y' g)" = "640 1000000000" ]
+	[ "$(on_node 'stat -c %a g')" = 640 ]
+	on_node 'chmod 604 g'
+	[ "$(stat -c %a g)" = 604 ]
 }
 
 @test "a file that grew or shrank on the node after its open is read whole" {

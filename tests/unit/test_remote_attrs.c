@@ -1,6 +1,6 @@
-/* The attributes an SSH node's files/ call learned in its flight: each
- * answers one getattr, only while no change or command ended since it
- * was asked and within REMOTE_ATTRS_NS. */
+/* The attributes an SSH node's files/ call learned in its flight: they
+ * answer getattrs only while no change or command ended since they were
+ * asked, and within REMOTE_ATTRS_NS. */
 #include "providers/remote_attrs.h"
 #include "tests/unit/check.h"
 
@@ -34,31 +34,31 @@ int main(void)
 	struct stat st = attrs(1), got;
 	uint64_t e = remote_attrs_epoch();
 
-	/* kept: answers once, with what was kept, for its node and path */
+	/* kept: answers with what was kept, for its node and path */
 	remote_attrs_put(&node_a, "f", &st, e);
-	CHECK(!remote_attrs_take(&node_b, "f", &got));
-	CHECK(!remote_attrs_take(&node_a, "g", &got));
-	CHECK(remote_attrs_take(&node_a, "f", &got));
+	CHECK(!remote_attrs_get(&node_b, "f", &got));
+	CHECK(!remote_attrs_get(&node_a, "g", &got));
+	CHECK(remote_attrs_get(&node_a, "f", &got));
 	CHECK(got.st_size == 1 && got.st_mode == (S_IFREG | 0644));
-	CHECK(!remote_attrs_take(&node_a, "f", &got));
+	CHECK(remote_attrs_get(&node_a, "f", &got) && got.st_size == 1);
 
 	/* a change or a command that ended voids it, on every node */
 	remote_attrs_put(&node_a, "f", &st, remote_attrs_epoch());
 	remote_attrs_put(&node_b, "f", &st, remote_attrs_epoch());
 	remote_attrs_changed();
-	CHECK(!remote_attrs_take(&node_a, "f", &got));
-	CHECK(!remote_attrs_take(&node_b, "f", &got));
+	CHECK(!remote_attrs_get(&node_a, "f", &got));
+	CHECK(!remote_attrs_get(&node_b, "f", &got));
 
 	/* asked before a change that ended before it was kept: not kept */
 	e = remote_attrs_epoch();
 	remote_attrs_changed();
 	remote_attrs_put(&node_a, "f", &st, e);
-	CHECK(!remote_attrs_take(&node_a, "f", &got));
+	CHECK(!remote_attrs_get(&node_a, "f", &got));
 
 	/* unknown attributes are not kept */
 	st.st_mode = 0;
 	remote_attrs_put(&node_a, "f", &st, remote_attrs_epoch());
-	CHECK(!remote_attrs_take(&node_a, "f", &got));
+	CHECK(!remote_attrs_get(&node_a, "f", &got));
 	st = attrs(2);
 
 	/* a change's own attributes: kept, and the change counted */
@@ -66,15 +66,15 @@ int main(void)
 	remote_attrs_put(&node_b, "other", &st, e);
 	remote_attrs_put_changed(&node_a, "f", &st, e);
 	CHECK(remote_attrs_epoch() == e + 1);
-	CHECK(!remote_attrs_take(&node_b, "other", &got));
-	CHECK(remote_attrs_take(&node_a, "f", &got) && got.st_size == 2);
+	CHECK(!remote_attrs_get(&node_b, "other", &got));
+	CHECK(remote_attrs_get(&node_a, "f", &got) && got.st_size == 2);
 
 	/* ... unless another change ended during its flight */
 	e = remote_attrs_epoch();
 	remote_attrs_changed();
 	remote_attrs_put_changed(&node_a, "f", &st, e);
 	CHECK(remote_attrs_epoch() == e + 2);
-	CHECK(!remote_attrs_take(&node_a, "f", &got));
+	CHECK(!remote_attrs_get(&node_a, "f", &got));
 
 	/* a change that failed (attributes unknown) still counts */
 	e = remote_attrs_epoch();
@@ -82,22 +82,21 @@ int main(void)
 	st.st_mode = 0;
 	remote_attrs_put_changed(&node_a, "f", &st, e);
 	CHECK(remote_attrs_epoch() == e + 1);
-	CHECK(!remote_attrs_take(&node_a, "g", &got));
+	CHECK(!remote_attrs_get(&node_a, "g", &got));
 	st = attrs(3);
 
 	/* a newer entry for the path replaces the older one */
 	remote_attrs_put(&node_a, "f", &st, remote_attrs_epoch());
 	st.st_size = 4;
 	remote_attrs_put(&node_a, "f", &st, remote_attrs_epoch());
-	CHECK(remote_attrs_take(&node_a, "f", &got) && got.st_size == 4);
-	CHECK(!remote_attrs_take(&node_a, "f", &got));
+	CHECK(remote_attrs_get(&node_a, "f", &got) && got.st_size == 4);
 
 	/* a node whose connection goes takes its entries along */
 	remote_attrs_put(&node_a, "f", &st, remote_attrs_epoch());
 	remote_attrs_put(&node_b, "f", &st, remote_attrs_epoch());
 	remote_attrs_forget(&node_a);
-	CHECK(!remote_attrs_take(&node_a, "f", &got));
-	CHECK(remote_attrs_take(&node_b, "f", &got));
+	CHECK(!remote_attrs_get(&node_a, "f", &got));
+	CHECK(remote_attrs_get(&node_b, "f", &got));
 
 	/* more paths than slots: the oldest go, the newest answer */
 	for (int i = 0; i < 100; i++) {
@@ -107,8 +106,8 @@ int main(void)
 		st.st_size = i;
 		remote_attrs_put(&node_a, path, &st, remote_attrs_epoch());
 	}
-	CHECK(remote_attrs_take(&node_a, "p99", &got) && got.st_size == 99);
-	CHECK(!remote_attrs_take(&node_a, "p0", &got));
+	CHECK(remote_attrs_get(&node_a, "p99", &got) && got.st_size == 99);
+	CHECK(!remote_attrs_get(&node_a, "p0", &got));
 
 	/* too old: not an answer any more */
 	remote_attrs_put(&node_a, "f", &st, remote_attrs_epoch());
@@ -117,7 +116,7 @@ int main(void)
 
 		nanosleep(&pause, NULL);
 	}
-	CHECK(!remote_attrs_take(&node_a, "f", &got));
+	CHECK(!remote_attrs_get(&node_a, "f", &got));
 
 	/* changes ending on other threads are all counted, and an entry
 	 * asked during them is never kept past them */
@@ -135,7 +134,7 @@ int main(void)
 			pthread_join(t[i], NULL);
 		CHECK(remote_attrs_epoch() == start + 20000 + 1000);
 		remote_attrs_changed();
-		CHECK(!remote_attrs_take(&node_b, "c", &got));
+		CHECK(!remote_attrs_get(&node_b, "c", &got));
 	}
 	return check_summary("remote_attrs");
 }
