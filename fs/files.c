@@ -28,6 +28,15 @@ static struct {
 	struct fs_hidden *list;
 } fs_hidden = {PTHREAD_MUTEX_INITIALIZER, NULL};
 
+/* The groups of the process of this thread's request; more than fit:
+ * unknown (the provider then keeps its own rights). */
+static int fs_files_groups(gid_t *list, int size)
+{
+	int n = fuse_getgroups(size, list);
+
+	return n >= 0 && n <= size ? n : -1;
+}
+
 struct model_files *fs_files_get(struct model *m, const char *handle,
 				 const char *node, int *err)
 {
@@ -35,14 +44,9 @@ struct model_files *fs_files_get(struct model *m, const char *handle,
 	struct model_caller who = {
 		.uid = ctx->uid,
 		.gid = ctx->gid,
-		.ngroups = -1,
+		.groups = fs_files_groups,
 	};
-	int n = fuse_getgroups(
-		(int)(sizeof(who.groups) / sizeof(who.groups[0])), who.groups);
 
-	/* More groups than fit: unknown, and the provider keeps its own. */
-	if (n >= 0 && (size_t)n <= sizeof(who.groups) / sizeof(who.groups[0]))
-		who.ngroups = n;
 	return model_files_get(m, handle, node, &who, err);
 }
 

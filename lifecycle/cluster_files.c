@@ -53,10 +53,7 @@ struct model_files *model_files_get(struct model *m, const char *handle,
 			f->pn = n->pn;
 			f->who.uid = who ? who->uid : (uid_t)-1;
 			f->who.gid = who ? who->gid : (gid_t)-1;
-			f->who.ngroups = who ? who->ngroups : -1;
-			if (f->who.ngroups > 0)
-				memcpy(f->who.groups, who->groups,
-				       sizeof(f->who.groups));
+			f->who.groups = who ? who->groups : NULL;
 		} else {
 			*err = -ENOMEM;
 		}

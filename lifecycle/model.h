@@ -215,12 +215,12 @@ struct stat;
 struct statvfs;
 struct flock;
 /* Who makes the calls (the process of the request): a provider whose
- * files are on this machine acts with these rights. ngroups -1: unknown. */
+ * files are on this machine acts with these rights. groups: as in
+ * struct provider_caller (asked from the thread of the call). */
 struct model_caller {
 	uid_t uid;
 	gid_t gid;
-	int ngroups;
-	gid_t groups[64];
+	int (*groups)(gid_t *list, int size);
 };
 struct model_files *model_files_get(struct model *m, const char *handle,
 				    const char *node,

@@ -301,8 +301,11 @@ struct provider_file_ops {
 struct provider_caller {
 	uid_t uid;
 	gid_t gid;
-	int ngroups; /* of groups; -1: unknown */
-	gid_t groups[64];
+	/* May be NULL. The caller's supplementary groups into list (at most
+	 * size): their count, or -1 when unknown. Asked only by a provider
+	 * that takes the caller's rights: reading them costs a look in
+	 * /proc, which most calls need not pay. */
+	int (*groups)(gid_t *list, int size);
 };
 extern _Thread_local const struct provider_caller *provider_caller_now;
 

@@ -71,6 +71,7 @@ struct local_as {
 	mode_t umask;
 	int ngroups;
 	gid_t groups[64];
+	gid_t callers[64];
 };
 
 /* Whether this thread has its own umask (and cwd): set once per thread. */
@@ -79,6 +80,7 @@ static _Thread_local int local_files_own_fs;
 static void local_files_enter(struct local_as *as)
 {
 	const struct provider_caller *who = provider_caller_now;
+	int n;
 
 	as->umasked = as->switched = false;
 	/* The umask is the process's unless the thread unshares it: never
@@ -94,9 +96,13 @@ static void local_files_enter(struct local_as *as)
 		return;
 	as->ngroups = getgroups(
 		(int)(sizeof(as->groups) / sizeof(as->groups[0])), as->groups);
+	n = who->groups
+		    ? who->groups(as->callers, (int)(sizeof(as->callers) /
+						     sizeof(as->callers[0])))
+		    : -1;
 	/* The raw call: glibc's setgroups would change every thread. */
-	if (as->ngroups < 0 || who->ngroups < 0 ||
-	    syscall(SYS_setgroups, (size_t)who->ngroups, who->groups))
+	if (as->ngroups < 0 || n < 0 ||
+	    syscall(SYS_setgroups, (size_t)n, as->callers))
 		return;
 	setfsgid(who->gid);
 	setfsuid(who->uid);

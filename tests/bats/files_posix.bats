@@ -22,6 +22,7 @@ setup() {
 		skip "needs root: chown, a second user, allow_other, sshd"
 	fi
 	OTHER=
+	OTHER_GROUP=
 	HOSTS=
 	CNAME=
 	KIND=
@@ -35,6 +36,9 @@ teardown() {
 	fi
 	if [ -n "$OTHER" ]; then
 		userdel "$OTHER" 2>/dev/null || true
+	fi
+	if [ -n "$OTHER_GROUP" ]; then
+		groupdel "$OTHER_GROUP" 2>/dev/null || true
 	fi
 	# the test host first: it is found by its files under TESTDIR
 	if [ -n "$HOSTS" ]; then
@@ -121,10 +125,18 @@ on() {
 	chmod 0711 "$TESTDIR"
 }
 
-# A second user, removed by name in teardown (also when the test fails).
+# A second user, member of a group of its own besides its primary one
+# (OTHER_GROUP), both removed by name in teardown (also when the test
+# fails).
 with_other_user() {
-	# useradd refuses a name that exists: never someone else's user
-	useradd -M -N -s /usr/sbin/nologin "cclfspx$$" || {
+	# groupadd and useradd refuse a name that exists: never someone
+	# else's
+	groupadd "cclfspg$$" || {
+		echo "cannot add the group cclfspg$$" >&2
+		return 1
+	}
+	OTHER_GROUP=cclfspg$$
+	useradd -M -N -G "$OTHER_GROUP" -s /usr/sbin/nologin "cclfspx$$" || {
 		echo "cannot add the user cclfspx$$" >&2
 		return 1
 	}

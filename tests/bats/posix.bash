@@ -617,7 +617,24 @@ except OSError as e:
 		echo "the other user removed a root file of a 0755 directory" >&2
 		return 1
 	}
-	rm -r pub priv s600 s644
+	# rights through a supplementary group: the group's directory and
+	# file, none through the others' bits
+	local g
+	g=$(id -Gn "$u" | cut -s -d' ' -f2)
+	[ -n "$g" ] || {
+		echo "$u has no supplementary group" >&2
+		return 1
+	}
+	mkdir -m 0770 grp
+	chgrp "$g" grp
+	chmod 0770 grp
+	echo shared >grp/r640
+	chgrp "$g" grp/r640
+	chmod 0640 grp/r640
+	posix_eq "$(runuser -u "$u" -- cat grp/r640)" shared "the other user reading through a supplementary group"
+	runuser -u "$u" -- touch grp/made
+	posix_eq "$(stat -c '%U %G' grp/made)" "$u $(id -gn "$u")" "owner and group of a file made through a supplementary group's directory"
+	rm -r pub priv s600 s644 grp
 }
 
 # files/ of an SSH node is the mounting user's alone: every call there is
