@@ -5,6 +5,7 @@
 
 #include "fs/files.h"
 #include "fs/inval.h"
+#include "fs/listing.h"
 #include "fs/passthrough.h"
 #include "fs/path.h"
 #include "fs/readme.h"
@@ -794,6 +795,61 @@ static int fs_files_entry(void *ctx, const char *name, const struct stat *st)
 	return fs_list_add(ctx, name, st);
 }
 
+/* An open directory of files/ keeps its listing (fs/listing.c); others
+ * have none. */
+static int fs_opendir(const char *path, struct fuse_file_info *fi)
+{
+	struct fspath p;
+
+	fi->fh = 0;
+	if (fspath_parse(path, &p) == 0 && p.kind == FSPATH_NODE_FILES)
+		fi->fh = (uint64_t)(uintptr_t)listing_new();
+	return 0;
+}
+
+static int fs_releasedir(const char *path, struct fuse_file_info *fi)
+{
+	(void)path;
+	listing_free((struct listing *)(uintptr_t)fi->fh);
+	return 0;
+}
+
+/* The entries of a listing (they follow "." and ".."), from l's
+ * position on. */
+static void fs_list_listing(struct fs_lister *l, const struct listing *ls)
+{
+	for (size_t i = 0; i < listing_count(ls); i++) {
+		const struct stat *st;
+		const char *name = listing_entry(ls, i, &st);
+
+		if (fs_list_add(l, name, st))
+			return;
+	}
+}
+
+/* The entries of a directory of files/ (after "." and ".."): read from
+ * the node at the start of a pass (or at each request, without a
+ * listing), the kernel's later requests of the pass answered from what
+ * it read. */
+static int fs_readdir_files(struct fs_lister *l, struct fspath *p,
+			    struct listing *ls)
+{
+	int rc;
+
+	if (!ls) {
+		rc = FS_FILES(
+			p, model_files_readdir(f, p->rel, fs_files_entry, l));
+		return rc < 0 ? rc : 0;
+	}
+	listing_clear(ls);
+	rc = FS_FILES(p, model_files_readdir(f, p->rel, listing_add, ls));
+	listing_done(ls, rc >= 0);
+	if (rc < 0)
+		return rc;
+	fs_list_listing(l, ls);
+	return 0;
+}
+
 static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 		      off_t off, struct fuse_file_info *fi,
 		      enum fuse_readdir_flags flags)
@@ -807,13 +863,20 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 		    {"clusters", FSPATH_CLUSTERS},
 		    {"catalog", FSPATH_CATALOG}};
 	struct fs_lister l = {buf, fill, off, 0, false, path, false};
+	struct listing *ls = fi ? (struct listing *)(uintptr_t)fi->fh : NULL;
 	struct fspath p, q;
 	struct stat st = {0};
 	int rc = fspath_parse(path, &p);
 
 	l.files = rc == 0 && p.kind == FSPATH_NODE_FILES;
-	(void)fi;
 	(void)flags;
+	/* A later request of a pass of files/: what its start read. */
+	if (l.files && ls && off > 0 && listing_filled(ls)) {
+		if (fs_list_add(&l, ".", NULL) == 0 &&
+		    fs_list_add(&l, "..", NULL) == 0)
+			fs_list_listing(&l, ls);
+		return 0;
+	}
 	if (rc == 0)
 		rc = fs_stat_path(&p, &st);
 	if (rc)
@@ -858,11 +921,7 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 		fs_list_clusters(&l, &p);
 		break;
 	case FSPATH_NODE_FILES:
-		rc = FS_FILES(
-			&p, model_files_readdir(f, p.rel, fs_files_entry, &l));
-		if (rc < 0)
-			return rc;
-		break;
+		return fs_readdir_files(&l, &p, ls);
 	default:
 		break;
 	}
@@ -1970,7 +2029,9 @@ static void fs_destroy(void *data)
 const struct fuse_operations fsops = {
 	.getattr = fs_getattr,
 	.readlink = fs_readlink,
+	.opendir = fs_opendir,
 	.readdir = fs_readdir,
+	.releasedir = fs_releasedir,
 	.mkdir = fs_mkdir,
 	.rmdir = fs_rmdir,
 	.unlink = fs_unlink,

@@ -369,6 +369,13 @@ static int sftp_list_step(struct ssh_conn *c, struct sftp_req *q,
 }
 
 /* Read or write q->size bytes at q->off (a short read at the end). */
+/* libssh2 1.10 asks four times the buffer it is given ahead, in requests
+ * of at most 30,000 bytes: a small read (a small file's first page or
+ * two) given 7,500 bytes at a time is one request, where 8 KiB at once
+ * were two, the second past the end of the file. */
+#define SFTP_SMALL_READ ((size_t)32 << 10)
+#define SFTP_ONE_READ	((size_t)7500)
+
 static int sftp_transfer(struct ssh_conn *c, struct sftp_req *q,
 			 LIBSSH2_SFTP *sftp)
 {
@@ -381,10 +388,13 @@ static int sftp_transfer(struct ssh_conn *c, struct sftp_req *q,
 		q->sub = 1;
 	}
 	while (q->done < q->size) {
-		ssize_t n = rd ? libssh2_sftp_read(q->f->h, q->buf + q->done,
-						   q->size - q->done)
-			       : libssh2_sftp_write(q->f->h, q->cbuf + q->done,
-						    q->size - q->done);
+		size_t step = q->size - q->done;
+		ssize_t n;
+
+		if (rd && q->size <= SFTP_SMALL_READ && step > SFTP_ONE_READ)
+			step = SFTP_ONE_READ;
+		n = rd ? libssh2_sftp_read(q->f->h, q->buf + q->done, step)
+		       : libssh2_sftp_write(q->f->h, q->cbuf + q->done, step);
 
 		if (n == LIBSSH2_ERROR_EAGAIN)
 			return -EAGAIN;

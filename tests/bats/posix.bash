@@ -94,6 +94,31 @@ posix_dirs() {
 	rm d/x
 	rmdir d
 	posix_eq "$(on_node 'ls -A')" "" "empty on the node side"
+	# a listing longer than one request of the kernel: every name once,
+	# with its attributes
+	on_node 'mkdir big && cd big && seq -f n%05g 1 1500 | xargs touch' >/dev/null
+	posix_eq "$(ls big | wc -l) $(ls big | sort -u | wc -l)" "1500 1500" "names of a directory of 1500 files"
+	posix_eq "$(ls -l big | grep -c '^-rw')" 1500 "attributes of a directory of 1500 files"
+	# one open directory read again from its start (rewinddir) sees what
+	# changed since; a new one too
+	posix_eq "$(python3 -c '
+import os, subprocess, sys
+fd = os.open("big", os.O_RDONLY | os.O_DIRECTORY)
+first = len(os.listdir(fd))
+open("big/later", "w").close()
+os.unlink("big/n00001")
+again = os.listdir(fd)
+print(first, len(again), "later" in again, "n00001" in again)')" "1500 1500 True False" "a directory read again from its start"
+	# removed while it is read, in pieces: every name is still found
+	posix_eq "$(python3 -c '
+import os
+n = 0
+with os.scandir("big") as it:
+    for e in it:
+        os.unlink("big/" + e.name)
+        n += 1
+print(n, len(os.listdir("big")))')" "1500 0" "names of a directory emptied while it is read"
+	rmdir big
 }
 
 # Symlinks: ln -s, readlink, lstat type, followed; both sides.
