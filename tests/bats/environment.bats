@@ -11,6 +11,8 @@ load helpers
 source "$BATS_TEST_DIRNAME/../sshd/testhosts.bash"
 
 FIRST=131 # host k of a test listens on 127.0.1.(FIRST + k)
+# Each host has a login directory of its own (see tests/sshd/testhosts.bash).
+export TESTHOSTS_OWN_LOGIN=1
 
 teardown() {
 	if [ -n "${HOSTS:-}" ]; then

@@ -9,6 +9,8 @@ load helpers
 source "$BATS_TEST_DIRNAME/../sshd/testhosts.bash"
 
 FIRST=141 # host k of a test listens on 127.0.1.(FIRST + k)
+# Each host has a login directory of its own (see tests/sshd/testhosts.bash).
+export TESTHOSTS_OWN_LOGIN=1
 
 # mpirun refuses root unless told (tests only).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -8,6 +8,15 @@ load helpers
 source "$BATS_TEST_DIRNAME/../sshd/testhosts.bash"
 
 FIRST=101 # host k of a test listens on 127.0.1.(FIRST + k)
+# Each host has a login directory of its own (HOSTS/hostK/login, on /root
+# for its sshd), as a machine has: what the nodes keep there goes with
+# TESTDIR, and never meets another suite's clusters of the same name.
+export TESTHOSTS_OWN_LOGIN=1
+
+# The login directory of host k, as this machine sees it.
+login() {
+	echo "$HOSTS/host$((FIRST + $1))/login"
+}
 
 # A test with N hosts h0..h(N-1) in cclfs.conf; more [hosts] lines after N.
 hosts_setup() {
@@ -111,7 +120,8 @@ marked() {
 	[ "$(cat clusters/x/error)" = "" ]
 	echo terminated >clusters/x/state
 	wait_state x terminated
-	[ ! -e /root/.cclfs/x ]
+	[ ! -e "$(login 0)/.cclfs/x" ]
+	[ ! -e "$(login 1)/.cclfs/x" ]
 }
 
 @test "files/ is the node's working directory over SFTP, the mounting user's only" {
@@ -121,18 +131,18 @@ marked() {
 	# files/ itself is the mounting user's only, even when a command
 	# opens the node's directory (the SFTP server follows links anywhere)
 	echo 'chmod 755 .' >clusters/x/nodes/1/exec
-	[ "$(stat -c %a /root/.cclfs/x/1)" = 755 ]
+	[ "$(stat -c %a "$(login 1)"/.cclfs/x/1)" = 755 ]
 	[ "$(stat -c %a clusters/x/nodes/1/files)" = 700 ]
 	mkdir -p "$TESTDIR/data/sub"
 	seq 1 200000 >"$TESTDIR/data/big.txt"
 	head -c 3000000 /dev/urandom >"$TESTDIR/data/sub/blob"
 	cp -r "$TESTDIR/data" clusters/x/nodes/1/files/
-	cmp "$TESTDIR/data/big.txt" /root/.cclfs/x/1/data/big.txt
-	cmp "$TESTDIR/data/sub/blob" /root/.cclfs/x/1/data/sub/blob
+	cmp "$TESTDIR/data/big.txt" "$(login 1)"/.cclfs/x/1/data/big.txt
+	cmp "$TESTDIR/data/sub/blob" "$(login 1)"/.cclfs/x/1/data/sub/blob
 	# Sizes and times come from the node.
-	touch -d '2001-02-03 04:05:06' /root/.cclfs/x/1/data/big.txt
+	touch -d '2001-02-03 04:05:06' "$(login 1)"/.cclfs/x/1/data/big.txt
 	[ "$(stat -c '%s %Y' clusters/x/nodes/1/files/data/big.txt)" = \
-		"$(stat -c '%s %Y' /root/.cclfs/x/1/data/big.txt)" ]
+		"$(stat -c '%s %Y' "$(login 1)"/.cclfs/x/1/data/big.txt)" ]
 	[ "$(ls clusters/x/nodes/1/files/data | tr '\n' ' ')" = "big.txt sub " ]
 	# cp back downloads.
 	cp -r clusters/x/nodes/1/files/data "$TESTDIR/back"
@@ -144,18 +154,18 @@ marked() {
 	# Write, append, rename (also over a file), mkdir, remove.
 	echo one >clusters/x/nodes/1/files/f
 	echo two >>clusters/x/nodes/1/files/f
-	[ "$(cat /root/.cclfs/x/1/f)" = "$(printf 'one\ntwo')" ]
+	[ "$(cat "$(login 1)"/.cclfs/x/1/f)" = "$(printf 'one\ntwo')" ]
 	mv clusters/x/nodes/1/files/f clusters/x/nodes/1/files/g
 	mv clusters/x/nodes/1/files/g clusters/x/nodes/1/files/count
 	[ "$(cat clusters/x/nodes/1/files/count)" = "$(printf 'one\ntwo')" ]
-	[ ! -e /root/.cclfs/x/1/g ]
+	[ ! -e "$(login 1)"/.cclfs/x/1/g ]
 	mkdir clusters/x/nodes/1/files/d
-	[ -d /root/.cclfs/x/1/d ]
+	[ -d "$(login 1)"/.cclfs/x/1/d ]
 	run rmdir clusters/x/nodes/1/files/data
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"not empty"* ]]
 	rm -r clusters/x/nodes/1/files/data clusters/x/nodes/1/files/d
-	[ "$(ls /root/.cclfs/x/1)" = count ]
+	[ "$(ls "$(login 1)"/.cclfs/x/1)" = count ]
 	run cat clusters/x/nodes/1/files/missing
 	[[ "$output" == *"No such file"* ]]
 	# Node 0 has a working directory of its own.
@@ -189,7 +199,8 @@ marked() {
 	wait_state x terminated
 	[ -z "$(marked CCLFS_INSTANCE=x/0)" ]
 	[ -z "$(marked CCLFS_INSTANCE=x/1)" ]
-	[ ! -e /root/.cclfs/x ]
+	[ ! -e "$(login 0)/.cclfs/x" ]
+	[ ! -e "$(login 1)/.cclfs/x" ]
 	run grep -c connection: clusters/x/nodes/0/status
 	[ "$output" = 0 ]
 }
