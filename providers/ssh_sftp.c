@@ -368,7 +368,6 @@ static int sftp_list_step(struct ssh_conn *c, struct sftp_req *q,
 	return q->r.rc == -ECONNRESET ? -ECONNRESET : q->r.rc;
 }
 
-/* Read or write q->size bytes at q->off (a short read at the end). */
 /* libssh2 1.10 asks four times the buffer it is given ahead, in requests
  * of at most 30,000 bytes: a small read (a small file's first page or
  * two) given 7,500 bytes at a time is one request, where 8 KiB at once
@@ -376,6 +375,7 @@ static int sftp_list_step(struct ssh_conn *c, struct sftp_req *q,
 #define SFTP_SMALL_READ ((size_t)32 << 10)
 #define SFTP_ONE_READ	((size_t)7500)
 
+/* Read or write q->size bytes at q->off (a short read at the end). */
 static int sftp_transfer(struct ssh_conn *c, struct sftp_req *q,
 			 LIBSSH2_SFTP *sftp)
 {
@@ -405,7 +405,10 @@ static int sftp_transfer(struct ssh_conn *c, struct sftp_req *q,
 		if (n == 0 && rd)
 			break;
 		q->done += (size_t)n;
-		if (rd && q->off + (off_t)q->done == q->f->o_size)
+		/* short of what was asked, right at the size the open saw:
+		 * the end (a full answer there may have more behind it) */
+		if (rd && (size_t)n < step &&
+		    q->off + (off_t)q->done == q->f->o_size)
 			break;
 	}
 	return 0;

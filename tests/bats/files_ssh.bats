@@ -333,6 +333,12 @@ EOF
 	on_node 'printf 123 >g'
 	[ "$(cat <&5)" = 123 ]
 	exec 5<&-
+	# grown past a size that ends a piece of a small read exactly
+	head -c 7500 /dev/urandom >g
+	exec 5<g
+	on_node 'head -c 1500 /dev/urandom >>g'
+	[ "$(wc -c <&5)" = 9000 ]
+	exec 5<&-
 	# read and written through one descriptor, past the size it opened
 	printf abc >g
 	exec 5<>g
