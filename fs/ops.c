@@ -6,6 +6,7 @@
 #include "fs/files.h"
 #include "fs/inval.h"
 #include "fs/listing.h"
+#include "fs/opened.h"
 #include "fs/passthrough.h"
 #include "fs/path.h"
 #include "fs/readme.h"
@@ -17,6 +18,7 @@
 #include <fuse.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,7 @@
 /* One open file: what it names, the snapshot read from, and the bytes
  * written through it so far (validated again as a whole at each write). */
 struct fshandle {
+	struct opened open; /* given out to the kernel */
 	struct fspath path;
 	int flags;
 	char *snap;
@@ -795,22 +798,52 @@ static int fs_files_entry(void *ctx, const char *name, const struct stat *st)
 	return fs_list_add(ctx, name, st);
 }
 
-/* An open directory of files/ keeps its listing (fs/listing.c); others
- * have none. */
+/* An open directory of files/: the listing it keeps (fs/listing.c). */
+struct fsdir {
+	struct opened open; /* given out to the kernel */
+	struct listing *ls;
+};
+
+static void fs_dir_free(struct fsdir *d)
+{
+	if (!d)
+		return;
+	opened_remove(&d->open);
+	listing_free(d->ls);
+	free(d);
+}
+
+static void fs_dir_release(struct opened *o)
+{
+	fs_dir_free((struct fsdir *)((char *)o - offsetof(struct fsdir, open)));
+}
+
+/* An open directory of files/ keeps its listing; others have none. */
 static int fs_opendir(const char *path, struct fuse_file_info *fi)
 {
 	struct fspath p;
+	struct fsdir *d;
 
 	fi->fh = 0;
-	if (fspath_parse(path, &p) == 0 && p.kind == FSPATH_NODE_FILES)
-		fi->fh = (uint64_t)(uintptr_t)listing_new();
+	if (fspath_parse(path, &p) != 0 || p.kind != FSPATH_NODE_FILES)
+		return 0;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->ls = listing_new();
+	if (!d->ls) {
+		free(d);
+		return -ENOMEM;
+	}
+	opened_add(&d->open, fs_dir_release);
+	fi->fh = (uint64_t)(uintptr_t)d;
 	return 0;
 }
 
 static int fs_releasedir(const char *path, struct fuse_file_info *fi)
 {
 	(void)path;
-	listing_free((struct listing *)(uintptr_t)fi->fh);
+	fs_dir_free((struct fsdir *)(uintptr_t)fi->fh);
 	return 0;
 }
 
@@ -863,7 +896,9 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 		    {"clusters", FSPATH_CLUSTERS},
 		    {"catalog", FSPATH_CATALOG}};
 	struct fs_lister l = {buf, fill, off, 0, false, path, false};
-	struct listing *ls = fi ? (struct listing *)(uintptr_t)fi->fh : NULL;
+	const struct fsdir *d =
+		fi ? (const struct fsdir *)(uintptr_t)fi->fh : NULL;
+	struct listing *ls = d ? d->ls : NULL;
 	struct fspath p, q;
 	struct stat st = {0};
 	int rc = fspath_parse(path, &p);
@@ -1192,6 +1227,7 @@ static void fs_handle_free(struct fshandle *h)
 {
 	if (!h)
 		return;
+	opened_remove(&h->open);
 	if (h->fd >= 0)
 		close(h->fd);
 	passthrough_close(h->pt);
@@ -1203,6 +1239,12 @@ static void fs_handle_free(struct fshandle *h)
 	free(h->buf);
 	free(h->prior);
 	free(h);
+}
+
+static void fs_handle_release(struct opened *o)
+{
+	fs_handle_free((struct fshandle *)((char *)o -
+					   offsetof(struct fshandle, open)));
 }
 
 static int fs_snapshot(struct fshandle *h)
@@ -1304,6 +1346,7 @@ static int fs_open_tree(const char *path, struct fuse_file_info *fi)
 	 * never cuts a value short. */
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
+	opened_add(&h->open, fs_handle_release);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	return 0;
 }
@@ -1749,6 +1792,7 @@ static int fs_files_open(const struct fspath *p, int flags, mode_t mode,
 	fi->direct_io = (flags & O_ACCMODE) == O_WRONLY;
 	fi->keep_cache = 0;
 	h->path.rel = ""; /* it pointed into this request's path */
+	opened_add(&h->open, fs_handle_release);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	/* A file on this machine (a local node's): the kernel reads and
 	 * writes it itself, in the node's page cache, so nothing is stale
@@ -2015,6 +2059,8 @@ static void fs_destroy(void *data)
 
 	if (fs->model)
 		model_set_changed(fs->model, NULL, NULL);
+	/* Releases still queued in the kernel at unmount never come. */
+	opened_release_all();
 	inval_stop(fs->inval);
 	fs->inval = NULL;
 	watch_free(fs->watch);
