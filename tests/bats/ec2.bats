@@ -2,30 +2,18 @@
 # The ec2 provider against the fake EC2 endpoint of tests/fakeec2 (every
 # request's SigV4 signature checked with botocore; each instance a real
 # sshd on 127.0.2.k): the tutorial, API faults, credentials, instances of
-# unknown clusters, a daemon killed at random points of deploy and
-# terminate, and the security group made per cluster.
+# unknown clusters, capacity, images, spot, resize and the security group
+# made per cluster. The crash tests are ec2_crash.bats's.
 
 load helpers
 load fakeec2
 load mpiring
+load ec2suite
 
-AKID=AKIDCCLFSTEST
-SECRET=cclfs-test-secret-key
 FAKE_NET=127.0.2
 
-# Start the fake (by pid) and write cclfs.conf for it; extra lines go to
-# [ec2]. Does not mount.
-ec2_setup() {
-	cclfs_setup --no-mount
-	fake_start "AKIDSESSION:session-secret:session-token-1"
-	ec2_conf "$FAKE_URL" "$@"
-}
-
 teardown() {
-	fakeec2_teardown
-	if [ -n "${MPIBIN:-}" ]; then
-		rm -rf "$MPIBIN"
-	fi
+	ec2suite_teardown
 }
 
 @test "tutorial on ec2: deploy 4 nodes, exec, interrupt, resume with new addresses, terminate" {
@@ -415,11 +403,6 @@ ami_of() {
 	nothing_left
 }
 
-# The ids of the cluster's instances EC2 has not terminated, sorted, one line.
-live_ids() {
-	fake_py "' '.join(sorted(i['id'] for i in s['instances'] if i['tags'].get('cclfs:cluster') == '$1' and i['state'] not in ('terminated', 'shutting-down')))"
-}
-
 @test "resize on ec2: a grow is one RunInstances with a token of its own and sets up every node (MPI ring); a shrink terminates the highest ranks only; a later grow is a launch of its own" {
 	ec2_setup
 	ec2_mount
@@ -478,35 +461,6 @@ live_ids() {
 	crash_check
 	echo terminated >clusters/g/state
 	wait_state g terminated
-	nothing_left
-	[ "$(fake_sg_count)" = 0 ]
-}
-
-@test "crash: the daemon killed at random points of grows and shrinks on ec2 leaks and duplicates nothing" {
-	ec2_setup
-	ec2_mount
-	contract c 2
-	fake_post /_fake/settings '{"latency_ms": 20}'
-	echo r >contracts/c/deploy
-	wait_state r running
-	for i in $(seq 1 8); do
-		# A grow takes about a second against the fake, a shrink less.
-		if ((i % 2)); then to=5 most=0.7; else to=2 most=0.15; fi
-		echo $to >clusters/r/node_count
-		delay=$(python3 -c "import random; print(round(random.uniform(0, $most), 3))")
-		sleep "$delay"
-		was=$(cat clusters/r/state)
-		cd "$TESTDIR" && cclfs_crash && ec2_mount
-		# The next mount finishes the resize.
-		echo running >clusters/r/wait
-		echo "# crash $i while resizing to $to after ${delay}s ($was)" >&3
-		[ "$(ls clusters/r/nodes | wc -l)" = $to ]
-		crash_check
-		# Every instance EC2 runs for the cluster is a node's, once.
-		[ "$(live_ids r)" = "$(sorted_ids r)" ]
-	done
-	echo terminated >clusters/r/state
-	wait_state r terminated
 	nothing_left
 	[ "$(fake_sg_count)" = 0 ]
 }
@@ -647,113 +601,6 @@ live_ids() {
 	nothing_left
 }
 
-# After a crash and a remount: every instance in the fake is terminated or
-# belongs to a cluster the tree shows, and no ClientToken launched twice.
-crash_check() {
-	local bad
-	bad=$(fake_py "[i['id'] + ' of ' + i['tags'].get('cclfs:cluster', '?') for i in s['instances'] if i['state'] != 'terminated' and not __import__('os').path.isdir('$MNT/clusters/' + i['tags'].get('cclfs:cluster', '?'))]")
-	[ "$bad" = "[]" ] || {
-		echo "instances of no visible cluster: $bad" >&2
-		return 1
-	}
-	[ "$(fake_py "max(list(s['launches_per_token'].values()) + [0])")" -le 1 ]
-}
-
-@test "crash: the daemon killed at 20 random points of deploy and terminate leaks and duplicates nothing" {
-	ec2_setup
-	ec2_mount
-	contract c 2
-	fake_post /_fake/settings '{"latency_ms": 20}'
-	for i in $(seq 1 20); do
-		h=k$i
-		delay=$(python3 -c "import random; print(round(random.uniform(0, 0.8), 3))")
-		if [ "$i" -le 10 ]; then
-			echo $h >contracts/c/deploy
-			sleep "$delay"
-			cd "$TESTDIR" && cclfs_crash && ec2_mount
-			# Finished or rolled back, never stuck.
-			for _ in $(seq 1 400); do
-				s=$(cat clusters/$h/state)
-				[ "$s" = running ] || [ "$s" = failed ] && break
-				sleep 0.05
-			done
-			[ "$s" = running ] || [ "$s" = failed ]
-			echo "# crash $i during deploy after ${delay}s: $s" >&3
-		else
-			echo $h >contracts/c/deploy
-			wait_state $h running
-			echo terminated >clusters/$h/state
-			sleep "$delay"
-			cd "$TESTDIR" && cclfs_crash && ec2_mount
-			wait_state $h terminated
-			echo "# crash $i during terminate after ${delay}s" >&3
-		fi
-		crash_check
-		if [ "$(cat clusters/$h/state)" != terminated ]; then
-			echo terminated >clusters/$h/state
-			wait_state $h terminated
-		fi
-		[ "$(fake_count $h running)" = 0 ]
-	done
-	nothing_left
-	crash_check
-}
-
-@test "crash: the daemon killed at random points of a spot relaunch and of a zone failover leaks and duplicates nothing" {
-	ec2_setup
-	ec2_mount
-	contract c 2
-	echo spot >contracts/c/config/market
-	fake_post /_fake/settings '{"latency_ms": 20}'
-	echo r >contracts/c/deploy
-	wait_state r running
-	for i in $(seq 1 4); do
-		old=$(sed -n 's/^instance_id: //p' clusters/r/nodes/1/status)
-		fake_post /_fake/reclaim "{\"instance_id\": \"$old\"}"
-		delay=$(python3 -c "import random; print(round(random.uniform(0, 1.2), 3))")
-		sleep "$delay"
-		cd "$TESTDIR" && cclfs_crash && ec2_mount
-		# Relaunched once, whatever the crash interrupted.
-		for _ in $(seq 1 600); do
-			[ "$(cat clusters/r/state)" = running ] && grep -q '^state: running$' clusters/r/nodes/1/status &&
-				[ "$(sed -n 's/^instance_id: //p' clusters/r/nodes/1/status)" != "$old" ] && break
-			sleep 0.05
-		done
-		[ "$(sed -n 's/^instance_id: //p' clusters/r/nodes/1/status)" != "$old" ]
-		echo "# crash $i during a relaunch after ${delay}s" >&3
-		crash_check
-		[ "$(fake_py "len([i for i in s['instances'] if i['state'] not in ('terminated', 'shutting-down')])")" = 2 ]
-	done
-	echo terminated >clusters/r/state
-	wait_state r terminated
-	nothing_left
-	# A failover: zone a has no capacity; killed while it moves on.
-	echo on-demand >contracts/c/config/market
-	fake_post /_fake/settings '{"capacity": [{"zone": "us-east-1a"}]}'
-	for i in $(seq 1 3); do
-		h=z$i
-		echo $h >contracts/c/deploy
-		delay=$(python3 -c "import random; print(round(random.uniform(0, 0.8), 3))")
-		sleep "$delay"
-		cd "$TESTDIR" && cclfs_crash && ec2_mount
-		for _ in $(seq 1 400); do
-			st=$(cat clusters/$h/state)
-			[ "$st" = running ] || [ "$st" = failed ] && break
-			sleep 0.05
-		done
-		echo "# crash $i during a failover after ${delay}s: $st $(cat clusters/$h/error)" >&3
-		# Resumed at the mount: zone b has room.
-		[ "$st" = running ]
-		[ "$(fake_py "sorted(set(i['zone'] for i in s['instances'] if i['state'] == 'running'))")" = "['us-east-1b']" ]
-		crash_check
-		echo terminated >clusters/$h/state
-		wait_state $h terminated
-		[ "$(fake_count $h running)" = 0 ]
-	done
-	nothing_left
-	[ "$(fake_sg_count)" = 0 ]
-}
-
 # The cluster's group name: cclfs-HANDLE-TOKEN8.
 sg_name() {
 	echo "cclfs-$1-$(fake_py "[i['tags']['cclfs:token'][:8] for i in s['instances'] if i['tags']['cclfs:cluster'] == '$1'][0]")"
@@ -813,39 +660,6 @@ sg_name() {
 	[ "$(fake_py "[s['calls'].get(a) for a in ('CreateSecurityGroup', 'AuthorizeSecurityGroupIngress', 'DeleteSecurityGroup')]")" = "[None, None, None]" ]
 	# Looked at only by the check at mount (groups of unknown clusters).
 	[ "$(fake_py "s['calls'].get('DescribeSecurityGroups', 0)")" -le 1 ]
-	nothing_left
-}
-
-@test "security group: the daemon killed after CreateSecurityGroup made it, before its answer, leaves nothing after the next mount's terminate" {
-	ec2_setup 'request_timeout = "30"'
-	ec2_mount
-	contract c 1
-	# The first look at the state builds the fake's catalog (seconds): not
-	# while the answer below is late.
-	[ "$(fake_sg_count)" = 0 ]
-	# The group is made (after its dry run), its answer late: the daemon
-	# dies without its id. Late by 15 s: on a loaded machine the looks
-	# below (a python each) take seconds.
-	fake_post /_fake/faults '[{"action": "CreateSecurityGroup", "skip": 1, "delay_ms": 15000, "delay_after": true}]'
-	echo s4 >contracts/c/deploy
-	for _ in $(seq 1 200); do
-		[ "$(fake_sg_count)" = 1 ] && break
-		sleep 0.02
-	done
-	[ "$(fake_sg_count)" = 1 ]
-	[ "$(fake_calls RunInstances)" = None ]
-	cd "$TESTDIR" && cclfs_crash && ec2_mount
-	for _ in $(seq 1 400); do
-		st=$(cat clusters/s4/state)
-		[ "$st" = running ] || [ "$st" = failed ] && break
-		sleep 0.05
-	done
-	[ "$st" = running ] || [ "$st" = failed ]
-	# Found again by its name, not made twice.
-	[ "$(fake_calls CreateSecurityGroup)" = 1 ]
-	echo terminated >clusters/s4/state
-	wait_state s4 terminated
-	[ "$(fake_sg_count)" = 0 ]
 	nothing_left
 }
 
