@@ -26,7 +26,7 @@ teardown() {
 		# A grow takes about a second against the fake, a shrink less.
 		if ((i % 2)); then to=5 most=0.7; else to=2 most=0.15; fi
 		echo $to >clusters/r/node_count
-		delay=$(python3 -c "import random; print(round(random.uniform(0, $most), 3))")
+		delay=$(random_delay "$most")
 		sleep "$delay"
 		was=$(cat clusters/r/state)
 		cd "$TESTDIR" && cclfs_crash && ec2_mount
@@ -49,37 +49,7 @@ teardown() {
 	ec2_mount
 	contract c 2
 	fake_post /_fake/settings '{"latency_ms": 20}'
-	for i in $(seq 1 20); do
-		h=k$i
-		delay=$(python3 -c "import random; print(round(random.uniform(0, 0.8), 3))")
-		if [ "$i" -le 10 ]; then
-			echo $h >contracts/c/deploy
-			sleep "$delay"
-			cd "$TESTDIR" && cclfs_crash && ec2_mount
-			# Finished or rolled back, never stuck.
-			for _ in $(seq 1 400); do
-				s=$(cat clusters/$h/state)
-				[ "$s" = running ] || [ "$s" = failed ] && break
-				sleep 0.05
-			done
-			[ "$s" = running ] || [ "$s" = failed ]
-			echo "# crash $i during deploy after ${delay}s: $s" >&3
-		else
-			echo $h >contracts/c/deploy
-			wait_state $h running
-			echo terminated >clusters/$h/state
-			sleep "$delay"
-			cd "$TESTDIR" && cclfs_crash && ec2_mount
-			wait_state $h terminated
-			echo "# crash $i during terminate after ${delay}s" >&3
-		fi
-		crash_check
-		if [ "$(cat clusters/$h/state)" != terminated ]; then
-			echo terminated >clusters/$h/state
-			wait_state $h terminated
-		fi
-		[ "$(fake_count $h running)" = 0 ]
-	done
+	crash_deploys_and_terminates ec2_mount crash_check ec2_live
 	nothing_left
 	crash_check
 }
@@ -95,7 +65,7 @@ teardown() {
 	for i in $(seq 1 4); do
 		old=$(sed -n 's/^instance_id: //p' clusters/r/nodes/1/status)
 		fake_post /_fake/reclaim "{\"instance_id\": \"$old\"}"
-		delay=$(python3 -c "import random; print(round(random.uniform(0, 1.2), 3))")
+		delay=$(random_delay 1.2)
 		sleep "$delay"
 		cd "$TESTDIR" && cclfs_crash && ec2_mount
 		# Relaunched once, whatever the crash interrupted.
@@ -118,14 +88,10 @@ teardown() {
 	for i in $(seq 1 3); do
 		h=z$i
 		echo $h >contracts/c/deploy
-		delay=$(python3 -c "import random; print(round(random.uniform(0, 0.8), 3))")
+		delay=$(random_delay 0.8)
 		sleep "$delay"
 		cd "$TESTDIR" && cclfs_crash && ec2_mount
-		for _ in $(seq 1 400); do
-			st=$(cat clusters/$h/state)
-			[ "$st" = running ] || [ "$st" = failed ] && break
-			sleep 0.05
-		done
+		st=$(wait_settled $h)
 		echo "# crash $i during a failover after ${delay}s: $st $(cat clusters/$h/error)" >&3
 		# Resumed at the mount: zone b has room.
 		[ "$st" = running ]

@@ -28,11 +28,12 @@ live_ids() {
 # After a crash and a remount: every instance in the fake is terminated or
 # belongs to a cluster the tree shows, and no ClientToken launched twice.
 crash_check() {
-	local bad
-	bad=$(fake_py "[i['id'] + ' of ' + i['tags'].get('cclfs:cluster', '?') for i in s['instances'] if i['state'] != 'terminated' and not __import__('os').path.isdir('$MNT/clusters/' + i['tags'].get('cclfs:cluster', '?'))]")
-	[ "$bad" = "[]" ] || {
-		echo "instances of no visible cluster: $bad" >&2
-		return 1
-	}
+	expect_none "$(fake_py "[i['id'] + ' of ' + i['tags'].get('cclfs:cluster', '?') for i in s['instances'] if i['state'] != 'terminated' and not __import__('os').path.isdir('$MNT/clusters/' + i['tags'].get('cclfs:cluster', '?'))]")" \
+		"instances of no visible cluster"
 	[ "$(fake_py "max(list(s['launches_per_token'].values()) + [0])")" -le 1 ]
+}
+
+# How many instances of cluster $1 run.
+ec2_live() {
+	fake_count "$1" running
 }

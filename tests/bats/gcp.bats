@@ -396,7 +396,7 @@ live_ids() {
 	for i in $(seq 1 8); do
 		if ((i % 2)); then to=5 most=1.0; else to=2 most=0.4; fi
 		echo $to >clusters/r/node_count
-		delay=$(python3 -c "import random; print(round(random.uniform(0, $most), 3))")
+		delay=$(random_delay "$most")
 		sleep "$delay"
 		was=$(cat clusters/r/state)
 		cd "$TESTDIR" && cclfs_crash && gce_mount
@@ -416,13 +416,14 @@ live_ids() {
 # cluster the tree shows, and no requestId launched more than the role's
 # count ($1).
 gce_crash_check() {
-	local bad
-	bad=$(gce_py "[i['name'] for i in s['instances'] if not __import__('os').path.isdir('$MNT/clusters/' + i['labels'].get('cclfs-cluster', '?'))]")
-	[ "$bad" = "[]" ] || {
-		echo "instances of no visible cluster: $bad" >&2
-		return 1
-	}
+	expect_none "$(gce_py "[i['name'] for i in s['instances'] if not __import__('os').path.isdir('$MNT/clusters/' + i['labels'].get('cclfs-cluster', '?'))]")" \
+		"instances of no visible cluster"
 	[ "$(gce_py "max(list(s['launches'].values()) + [0])")" -le "$1" ]
+}
+
+# How many instances of cluster $1 the fake has.
+gce_live() {
+	gce_count "$1" ''
 }
 
 @test "crash: the daemon killed at 20 random points of deploy and terminate leaks and duplicates nothing" {
@@ -430,37 +431,7 @@ gce_crash_check() {
 	gce_mount
 	gce_contract c 2
 	gce_post /settings '{"op_ms": 150}'
-	for i in $(seq 1 20); do
-		h=k$i
-		delay=$(python3 -c "import random; print(round(random.uniform(0, 0.8), 3))")
-		if [ "$i" -le 10 ]; then
-			echo $h >contracts/c/deploy
-			sleep "$delay"
-			cd "$TESTDIR" && cclfs_crash && gce_mount
-			# Finished or rolled back, never stuck.
-			for _ in $(seq 1 400); do
-				s=$(cat clusters/$h/state)
-				[ "$s" = running ] || [ "$s" = failed ] && break
-				sleep 0.05
-			done
-			[ "$s" = running ] || [ "$s" = failed ]
-			echo "# crash $i during deploy after ${delay}s: $s" >&3
-		else
-			echo $h >contracts/c/deploy
-			wait_state $h running
-			echo terminated >clusters/$h/state
-			sleep "$delay"
-			cd "$TESTDIR" && cclfs_crash && gce_mount
-			wait_state $h terminated
-			echo "# crash $i during terminate after ${delay}s" >&3
-		fi
-		gce_crash_check 2
-		if [ "$(cat clusters/$h/state)" != terminated ]; then
-			echo terminated >clusters/$h/state
-			wait_state $h terminated
-		fi
-		[ "$(gce_count $h '')" = 0 ]
-	done
+	crash_deploys_and_terminates gce_mount "gce_crash_check 2" gce_live
 	gce_nothing_left
 }
 
@@ -474,7 +445,7 @@ gce_crash_check() {
 	for i in $(seq 1 3); do
 		old=$(sed -n 's/^instance_id: //p' clusters/r/nodes/1/status)
 		gce_post /preempt "{\"name\": \"${old#*/}\"}"
-		delay=$(python3 -c "import random; print(round(random.uniform(0, 1.2), 3))")
+		delay=$(random_delay 1.2)
 		sleep "$delay"
 		cd "$TESTDIR" && cclfs_crash && gce_mount
 		# Relaunched once, whatever the crash interrupted.
@@ -488,7 +459,7 @@ gce_crash_check() {
 	gce_post /settings '{"capacity": [{"zone": "us-central1-a"}, {"zone": "us-central1-b"}]}'
 	for i in 1 2 3; do
 		echo f$i >contracts/c/deploy
-		delay=$(python3 -c "import random; print(round(random.uniform(0, 1.0), 3))")
+		delay=$(random_delay 1.0)
 		sleep "$delay"
 		cd "$TESTDIR" && cclfs_crash && gce_mount
 		wait_state f$i running

@@ -195,3 +195,63 @@ node_ids() {
 sorted_ids() {
 	node_ids "$1" | tr ' ' '\n' | sort | paste -sd' '
 }
+
+# A random delay from 0 to $1 seconds (three decimals): a crash point.
+random_delay() {
+	python3 -c "import random; print(round(random.uniform(0, $1), 3))"
+}
+
+# Wait (20 s at most) until cluster $1 is running or failed, as a deploy
+# the next mount finished or rolled back ends; print its state then.
+wait_settled() {
+	local s
+	for _ in $(seq 1 400); do
+		s=$(cat "$MNT/clusters/$1/state")
+		[ "$s" = running ] || [ "$s" = failed ] && break
+		sleep 0.05
+	done
+	echo "$s"
+}
+
+# Fail, saying what ($2), unless the Python list $1 is empty.
+expect_none() {
+	[ "$1" = "[]" ] || {
+		echo "$2: $1" >&2
+		return 1
+	}
+}
+
+# The crash test of a cloud's deploy and terminate: clusters k1..k20 of
+# contract c, the daemon killed at a random point of each one's deploy
+# (1-10) or terminate (11-20), then mounted again by $1. After each, the
+# command $2 checks that nothing leaked, and $3 NAME prints how many of
+# cluster NAME's instances are live: none once it is terminated.
+crash_deploys_and_terminates() {
+	local mount=$1 check=$2 live=$3 i h s delay
+	for i in $(seq 1 20); do
+		h=k$i
+		delay=$(random_delay 0.8)
+		echo $h >contracts/c/deploy
+		if [ "$i" -le 10 ]; then
+			sleep "$delay"
+			cd "$TESTDIR" && cclfs_crash && $mount
+			s=$(wait_settled $h)
+			echo "# crash $i during deploy after ${delay}s: $s" >&3
+			# Finished or rolled back, never stuck.
+			[ "$s" = running ] || [ "$s" = failed ]
+		else
+			wait_state $h running
+			echo terminated >clusters/$h/state
+			sleep "$delay"
+			cd "$TESTDIR" && cclfs_crash && $mount
+			wait_state $h terminated
+			echo "# crash $i during terminate after ${delay}s" >&3
+		fi
+		$check
+		if [ "$(cat clusters/$h/state)" != terminated ]; then
+			echo terminated >clusters/$h/state
+			wait_state $h terminated
+		fi
+		[ "$($live $h)" = 0 ]
+	done
+}
