@@ -57,6 +57,8 @@ struct ssh_conn {
 	struct ssh_req *pending; /* submitted, not taken by the thread */
 	/* Below: the thread's own, but for the status fields (lock). */
 	struct ssh_req *active;
+	struct ssh_req
+		*opener; /* the one opening a channel (ssh_conn_open_begin) */
 	LIBSSH2_SESSION *s;
 	LIBSSH2_SFTP *sftp;
 	struct ssh_sftp_state *sftp_state;
@@ -129,6 +131,23 @@ const char *ssh_conn_name(const struct ssh_conn *c)
 LIBSSH2_SESSION *ssh_conn_session(struct ssh_conn *c)
 {
 	return c->s;
+}
+
+/* libssh2 1.10 continues whatever open is under way when asked for a new
+ * one: two requests opening at once would each be handed the other's
+ * channel (a tunnel to another host for a command, say). */
+bool ssh_conn_open_begin(struct ssh_conn *c, struct ssh_req *r)
+{
+	if (c->opener && c->opener != r)
+		return false;
+	c->opener = r;
+	return true;
+}
+
+void ssh_conn_open_end(struct ssh_conn *c, const struct ssh_req *r)
+{
+	if (c->opener == r)
+		c->opener = NULL;
 }
 
 unsigned ssh_conn_generation(struct ssh_conn *c)
@@ -257,12 +276,15 @@ static int ssh_tunnel_step(struct ssh_conn *c, struct ssh_req *r)
 	LIBSSH2_CHANNEL *ch;
 	int sv[2];
 
+	if (!ssh_conn_open_begin(c, r))
+		return -EAGAIN;
 	ch = libssh2_channel_direct_tcpip_ex(c->s, t->host, t->port,
 					     "127.0.0.1", 22);
 	if (!ch) {
 		int rc = ssh_conn_fail(c, r, "opening a channel");
 
 		if (rc != -EAGAIN) {
+			ssh_conn_open_end(c, r);
 			snprintf(r->err, sizeof(r->err),
 				 "%s cannot reach %s port %d", c->name, t->host,
 				 t->port);
@@ -271,6 +293,7 @@ static int ssh_tunnel_step(struct ssh_conn *c, struct ssh_req *r)
 		}
 		return rc;
 	}
+	ssh_conn_open_end(c, r);
 	r->progress = true;
 	tn = calloc(1, sizeof(*tn));
 	if (!tn ||
@@ -868,6 +891,7 @@ static void ssh_drop(struct ssh_conn *c)
 		libssh2_session_free(c->s);
 	}
 	c->sftp = NULL;
+	c->opener = NULL;		    /* its open went with the session */
 	ssh_sftp_state_free(c->sftp_state); /* its channel went too */
 	c->sftp_state = NULL;
 	c->s = NULL;
@@ -1042,11 +1066,19 @@ LIBSSH2_SFTP *ssh_conn_sftp(struct ssh_conn *c, struct ssh_req *r, int *rc)
 {
 	if (c->sftp)
 		return c->sftp;
+	if (!ssh_conn_open_begin(c, r)) {
+		*rc = -EAGAIN;
+		return NULL;
+	}
 	c->sftp = libssh2_sftp_init(c->s);
-	if (!c->sftp)
+	if (!c->sftp) {
 		*rc = ssh_conn_fail(c, r, "starting SFTP");
-	else
+		if (*rc != -EAGAIN)
+			ssh_conn_open_end(c, r);
+	} else {
+		ssh_conn_open_end(c, r);
 		r->progress = true;
+	}
 	return c->sftp;
 }
 
@@ -1177,9 +1209,16 @@ static int ssh_exec_step(struct ssh_conn *c, struct ssh_req *r)
 	}
 	switch (r->state) {
 	case SSH_X_OPEN:
+		if (!ssh_conn_open_begin(c, r))
+			return -EAGAIN;
 		e->ch = libssh2_channel_open_session(c->s);
-		if (!e->ch)
-			return ssh_conn_fail(c, r, "opening a channel");
+		if (!e->ch) {
+			rc = ssh_conn_fail(c, r, "opening a channel");
+			if (rc != -EAGAIN)
+				ssh_conn_open_end(c, r);
+			return rc;
+		}
+		ssh_conn_open_end(c, r);
 		r->progress = true;
 		r->state = SSH_X_EXEC;
 		/* fall through */
@@ -1339,6 +1378,7 @@ static void ssh_fail_all(struct ssh_conn *c, int rc, const char *why)
 		struct ssh_req *r = c->active;
 
 		c->active = r->next;
+		ssh_conn_open_end(c, r);
 		snprintf(r->err, sizeof(r->err), "%s", why);
 		ssh_complete(c, r, rc);
 	}
@@ -1389,6 +1429,7 @@ static bool ssh_round(struct ssh_conn *c)
 		if (r->progress)
 			moved = true;
 		if (rc != -EAGAIN && !(rc == -ECONNRESET && c->broken)) {
+			ssh_conn_open_end(c, r);
 			ssh_unlink(c, r);
 			ssh_complete(c, r, rc);
 			moved = true;

@@ -33,6 +33,12 @@ struct ssh_req {
  * with *rc = -EAGAIN while it opens, or another -errno). */
 LIBSSH2_SESSION *ssh_conn_session(struct ssh_conn *c);
 LIBSSH2_SFTP *ssh_conn_sftp(struct ssh_conn *c, struct ssh_req *r, int *rc);
+/* On the connection's thread: libssh2 keeps the state of a channel being
+ * opened in the session, so one request at a time may open one. begin is
+ * false while another holds the turn (try again later); end gives it back
+ * once libssh2 answered something other than EAGAIN. */
+bool ssh_conn_open_begin(struct ssh_conn *c, struct ssh_req *r);
+void ssh_conn_open_end(struct ssh_conn *c, const struct ssh_req *r);
 /* On the connection's thread: ssh_sftp.c's state of the session (which
  * request holds each of libssh2's one-at-a-time SFTP calls, its own SFTP
  * channel for the extensions libssh2 does not send), NULL until made;

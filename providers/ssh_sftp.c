@@ -607,9 +607,16 @@ static int ext_start(struct ssh_conn *c, struct sftp_req *q,
 
 	switch (st->ext) {
 	case EXT_OPEN:
+		if (!ssh_conn_open_begin(c, &q->r))
+			return -EAGAIN;
 		st->ch = libssh2_channel_open_session(ssh_conn_session(c));
-		if (!st->ch)
-			return ssh_conn_fail(c, &q->r, "opening a channel");
+		if (!st->ch) {
+			rc = ssh_conn_fail(c, &q->r, "opening a channel");
+			if (rc != -EAGAIN)
+				ssh_conn_open_end(c, &q->r);
+			return rc;
+		}
+		ssh_conn_open_end(c, &q->r);
 		q->r.progress = true;
 		st->ext = EXT_STARTUP;
 		/* fall through */
