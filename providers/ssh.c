@@ -57,8 +57,8 @@ struct ssh_conn {
 	struct ssh_req *pending; /* submitted, not taken by the thread */
 	/* Below: the thread's own, but for the status fields (lock). */
 	struct ssh_req *active;
-	struct ssh_req
-		*opener; /* the one opening a channel (ssh_conn_open_begin) */
+	/* The one opening a channel (ssh_conn_open_begin). */
+	struct ssh_req *opener;
 	LIBSSH2_SESSION *s;
 	LIBSSH2_SFTP *sftp;
 	struct ssh_sftp_state *sftp_state;
