@@ -1639,6 +1639,11 @@ static int fs_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
 		n = fuse_buf_copy(&dst, buf, 0);
 		return (int)n;
 	}
+	/* The bytes in one piece of memory already (the usual case, no
+	 * splice): written from there, without a copy. */
+	if (buf->count == 1 && buf->idx == 0 && buf->off == 0 &&
+	    !(buf->buf[0].flags & FUSE_BUF_IS_FD))
+		return fs_write(path, buf->buf[0].mem, size, off, fi);
 	dst.buf[0].mem = malloc(size ? size : 1);
 	if (!dst.buf[0].mem)
 		return -ENOMEM;
