@@ -71,6 +71,9 @@ struct ssh_conn {
 	int64_t keepalive_ns;
 	struct ssh_tunnel *tunnels;
 	struct ssh_zombie *zombies;
+	/* A second session to the same host for big transfers (see
+	 * ssh_conn_bulk), made on first use (lock). */
+	struct ssh_conn *bulk;
 };
 
 static pthread_once_t ssh_once = PTHREAD_ONCE_INIT;
@@ -1584,13 +1587,31 @@ struct ssh_conn *ssh_conn_new(const struct ssh_params *p, struct ssh_conn *via,
 	return c;
 }
 
+struct ssh_conn *ssh_conn_bulk(struct ssh_conn *c)
+{
+	struct ssh_conn *b;
+
+	/* Through another node's session, both would share that session's
+	 * thread and cipher: nothing to gain. */
+	if (c->via)
+		return NULL;
+	pthread_mutex_lock(&c->lock);
+	if (!c->bulk && !c->stop)
+		c->bulk = ssh_conn_new(&c->p, NULL, NULL, NULL);
+	b = c->bulk;
+	pthread_mutex_unlock(&c->lock);
+	return b;
+}
+
 void ssh_conn_stop(struct ssh_conn *c)
 {
 	uint64_t one = 1;
+	struct ssh_conn *bulk;
 
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->lock);
+	bulk = c->bulk;
 	c->stop = true;
 	/* A connect or handshake in progress ends now, not at its timeout. */
 	if (c->sock >= 0)
@@ -1599,6 +1620,7 @@ void ssh_conn_stop(struct ssh_conn *c)
 	if (write(c->wake, &one, sizeof(one)) < 0) {
 		/* awake anyway */
 	}
+	ssh_conn_stop(bulk);
 }
 
 void ssh_conn_free(struct ssh_conn *c)
@@ -1606,6 +1628,8 @@ void ssh_conn_free(struct ssh_conn *c)
 	if (!c)
 		return;
 	ssh_conn_stop(c);
+	/* c->stop is set: no bulk session is made any more. */
+	ssh_conn_free(c->bulk);
 	pthread_join(c->thread, NULL);
 	/* Requests queued after the thread's last look fail too. */
 	ssh_take_pending(c);

@@ -46,6 +46,12 @@ void ssh_conn_open_end(struct ssh_conn *c, const struct ssh_req *r);
 struct ssh_sftp_state;
 struct ssh_sftp_state **ssh_conn_sftp_state(struct ssh_conn *c);
 void ssh_sftp_state_free(struct ssh_sftp_state *st);
+/* A second session to c's host, with c's parameters, for big transfers:
+ * libssh2 ciphers a block at a time on one thread, so two sessions move
+ * nearly twice the bytes. Made on first call, closed with c; it has no
+ * say in c's status. NULL when c goes through another node's session or
+ * no thread could be made. */
+struct ssh_conn *ssh_conn_bulk(struct ssh_conn *c);
 /* Which session a handle belongs to (bumped at every new session). */
 unsigned ssh_conn_generation(struct ssh_conn *c);
 /* The -errno of the session's last error, and its text in r->err. */

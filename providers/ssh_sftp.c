@@ -122,6 +122,9 @@ struct sftp_req {
 	 * follows each change) */
 	bool want_after, got_after;
 	LIBSSH2_SFTP_ATTRIBUTES after;
+	/* SFTP_READ of a stripe: the handle seeks after it, so libssh2's
+	 * read-ahead must not pass its end */
+	bool bounded;
 };
 
 /* Write-behind: a write is answered once its bytes are in the handle's
@@ -146,6 +149,40 @@ static struct ssh_file *sftp_wb_files; /* with bytes not yet acked */
 #define SFTP_CHUNK_MIN ((size_t)128 << 10)
 #define SFTP_CHUNK     ((size_t)1 << 20)
 
+/* Big transfers: libssh2 ciphers 16 bytes at a time on the connection's
+ * thread, which then holds a copy to about half of what sshd and the link
+ * carry. A file read or written in sequence for SFTP_TWIN_AFTER bytes
+ * opens a second handle (the twin) on the host's bulk session, and the
+ * two move alternate stripes of SFTP_STRIPE bytes: each stripe a handle's
+ * own run, the two sessions' threads ciphering side by side. A file
+ * opened read-write or to append keeps one handle (its order of reads and
+ * writes is the session's). */
+#define SFTP_TWIN_AFTER ((uint64_t)8 << 20)
+#define SFTP_STRIPE	((size_t)4 << 20)
+/* Reads the kernel's read-ahead sends out of order stay in the run. */
+#define SFTP_RUN_GAP ((off_t)1 << 20)
+/* The smallest read of a stripe's tail (libssh2 asks 4 times a read's
+ * size ahead: a tail read of a quarter of what is left asks no more). */
+#define SFTP_TAIL_MIN ((size_t)32 << 10)
+
+/* Stripes read ahead: two for each handle, so that each has the next one
+ * asked while the reader takes the one it has. */
+#define SFTP_STRIPES 4
+
+enum { TW_NONE, TW_OPENING, TW_ON, TW_OFF };
+enum { STRIPE_EMPTY, STRIPE_BUSY, STRIPE_FULL };
+
+/* A stripe being read by one of the handles, or read: bytes [off, off +
+ * len) of the file, of [off, end) asked (len short of it: the end of
+ * the file). */
+struct sftp_stripe {
+	struct sftp_req q;
+	char *buf;
+	off_t off, end;
+	size_t len;
+	int state;
+};
+
 struct ssh_file {
 	struct ssh_conn *c;
 	LIBSSH2_SFTP_HANDLE *h;
@@ -157,6 +194,9 @@ struct ssh_file {
 	 * and acked (or dropped by an error). */
 	struct ssh_file *w_next;
 	bool w_listed, w_busy, w_stop;
+	/* the writer is in libssh2 with the bytes; a caller waits to move
+	 * them */
+	bool w_sending, w_want;
 	char *w_buf;
 	size_t w_head, w_len, w_cap;
 	off_t w_off;
@@ -179,6 +219,20 @@ struct ssh_file {
 	 * to learn it (libssh2 cannot tell a short reply from a partial
 	 * answer). */
 	off_t o_size;
+	/* The twin (see SFTP_TWIN_AFTER): the path it opens and its flags
+	 * (0: none for this file), its open in flight on tw_c, the run of
+	 * calls in sequence so far; stripe i is read by handle i (0: this
+	 * one). A twin's bulk_of is the session of the file it serves. */
+	char *path;
+	unsigned long tw_flags;
+	int tw_state;
+	struct ssh_file *tw;
+	struct ssh_conn *tw_c, *bulk_of;
+	unsigned tw_gen;
+	struct sftp_req tw_q;
+	off_t run_end;
+	uint64_t run_len;
+	struct sftp_stripe st[SFTP_STRIPES];
 };
 
 /* How long the attributes asked with a change stay the answer to the
@@ -393,6 +447,10 @@ static int sftp_transfer(struct ssh_conn *c, struct sftp_req *q,
 
 		if (rd && q->size <= SFTP_SMALL_READ && step > SFTP_ONE_READ)
 			step = SFTP_ONE_READ;
+		if (rd && q->bounded && step / 4 > SFTP_TAIL_MIN)
+			step /= 4;
+		else if (rd && q->bounded && step > SFTP_TAIL_MIN)
+			step = SFTP_TAIL_MIN;
 		n = rd ? libssh2_sftp_read(q->f->h, q->buf + q->done, step)
 		       : libssh2_sftp_write(q->f->h, q->cbuf + q->done, step);
 
@@ -414,6 +472,8 @@ static int sftp_transfer(struct ssh_conn *c, struct sftp_req *q,
 	return 0;
 }
 
+static void sftp_wb_wait(void);
+
 /* The writer of q->f (see SFTP_WB_MAX): hands libssh2 the buffered bytes
  * again and again (it sends what it has not sent yet and answers how many
  * more were acked), until a drain asks it to stop with nothing left. */
@@ -431,9 +491,27 @@ static int sftp_write_behind(struct ssh_conn *c, struct sftp_req *q,
 		q->sub = 1;
 	}
 	while (f->w_len) {
-		ssize_t n = libssh2_sftp_write(f->h, f->w_buf + f->w_head,
-					       f->w_len);
+		const char *from;
+		size_t len;
+		ssize_t n;
 
+		/* libssh2 ciphers and sends without the lock, so that the
+		 * other sessions' writers, and callers buffering more bytes
+		 * behind these, go on meanwhile; a caller that must move
+		 * these bytes (sftp_wb_put) waits until the call returns. */
+		while (f->w_want)
+			sftp_wb_wait();
+		if (!f->w_len)
+			break;
+		from = f->w_buf + f->w_head;
+		len = f->w_len;
+		f->w_sending = true;
+		pthread_mutex_unlock(&sftp_wb_mu);
+		n = libssh2_sftp_write(f->h, from, len);
+		pthread_mutex_lock(&sftp_wb_mu);
+		f->w_sending = false;
+		if (f->w_want)
+			pthread_cond_broadcast(&sftp_wb_cv);
 		if (n == LIBSSH2_ERROR_EAGAIN || n == 0)
 			break;
 		if (n < 0) {
@@ -948,7 +1026,7 @@ static int sftp_step(struct ssh_conn *c, struct ssh_req *r)
 	return rc;
 }
 
-static void sftp_wb_settle(const struct ssh_conn *c);
+static void sftp_wb_settle(const struct ssh_conn *c, bool own);
 
 /* Queue q (sftp_end waits for it): requests started one after the other
  * are in flight together when they are of different kinds, and the
@@ -978,9 +1056,12 @@ static int sftp_run(struct ssh_conn *c, struct sftp_req *q)
 	int rc;
 
 	/* The other channel's requests are not ordered after this one's
-	 * writes: the writes in flight land first (a time set after them). */
+	 * writes: the writes in flight land first (a time set after them).
+	 * Nor are the bulk session's: they land before any call by path. */
 	if (q->op == SFTP_EXT || q->op == SFTP_SYMLINK)
-		sftp_wb_settle(c);
+		sftp_wb_settle(c, true);
+	else if (!sftp_on_file(q->op))
+		sftp_wb_settle(c, false);
 
 	rc = sftp_start(c, q);
 	return sftp_end(c, q, rc);
@@ -1005,7 +1086,7 @@ static void sftp_wb_wait(void)
 
 /* Stop the writer of f once every byte buffered is acked (f->lock held):
  * 0, or the error of a write the node refused. */
-static int sftp_wb_drain(struct ssh_file *f)
+static int sftp_wb_drain_one(struct ssh_file *f)
 {
 	int rc = 0;
 
@@ -1044,16 +1125,26 @@ static int sftp_wb_drain(struct ssh_file *f)
 	return rc;
 }
 
-/* Wait until every byte the files of c buffered is acked (a writer keeps
- * going until its bytes are). */
-static void sftp_wb_settle(const struct ssh_conn *c)
+/* sftp_wb_drain_one of f and of its twin: the first error. */
+static int sftp_wb_drain(struct ssh_file *f)
+{
+	int rc = sftp_wb_drain_one(f),
+	    trc = f->tw ? sftp_wb_drain_one(f->tw) : 0;
+
+	return rc ? rc : trc;
+}
+
+/* Wait until every byte buffered by the twins of c's files, and with own
+ * by c's files too, is acked (a writer keeps going until its bytes are). */
+static void sftp_wb_settle(const struct ssh_conn *c, bool own)
 {
 	pthread_mutex_lock(&sftp_wb_mu);
 	for (;;) {
 		const struct ssh_file *f = sftp_wb_files;
 
-		while (f && (f->c != c || !f->w_busy || f->w_acked >= f->w_in ||
-			     sftp_wb_dead(f)))
+		while (f &&
+		       ((f->bulk_of != c && (!own || f->c != c)) ||
+			!f->w_busy || f->w_acked >= f->w_in || sftp_wb_dead(f)))
 			f = f->w_next;
 		if (!f)
 			break;
@@ -1272,6 +1363,12 @@ int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 	(*out)->h = q.h;
 	(*out)->r_at = -1;
 	pthread_mutex_init(&(*out)->lock, NULL);
+	/* A file copied in or out may have a twin; one read and written
+	 * through the same handle, or appended to, not. */
+	if ((acc == O_RDONLY || (acc == O_WRONLY && !(flags & O_APPEND))) &&
+	    ((*out)->path = strdup(path)) != NULL)
+		(*out)->tw_flags =
+			acc == O_RDONLY ? LIBSSH2_FXF_READ : LIBSSH2_FXF_WRITE;
 	if ((flags & O_CREAT) && (mode & SFTP_UMASKED)) {
 		/* The caller's umask is applied already; not the server's
 		 * again. */
@@ -1384,12 +1481,259 @@ static int sftp_read_locked(struct ssh_file *f, char *buf, size_t size,
 	}
 }
 
+/* --- the twin (see SFTP_TWIN_AFTER) --- */
+
+/* Close a handle of the bulk session and forget it. */
+static void sftp_twin_free(struct ssh_file *tw)
+{
+	struct sftp_req q = {.op = SFTP_CLOSE, .f = tw};
+
+	if (tw->h)
+		(void)sftp_run(tw->c, &q);
+	for (int i = 0; i < SFTP_STRIPES; i++)
+		free(tw->st[i].buf);
+	pthread_mutex_destroy(&tw->lock);
+	free(tw->w_buf);
+	free(tw->s_buf);
+	free(tw);
+}
+
+/* Whether f and tw name the same file: their attributes, asked side by
+ * side with nothing of f's in flight (SFTP version 3 tells no inode; a
+ * file put in f's place since its open would also have to match size,
+ * time, mode and owner to the second). The twin learns the size, as an
+ * open does. */
+static bool sftp_twin_same(struct ssh_file *f, struct ssh_file *tw)
+{
+	struct sftp_req a = {.op = SFTP_FSTAT, .f = f},
+			b = {.op = SFTP_FSTAT, .f = tw};
+	int ra = sftp_start(f->c, &a), rb = sftp_start(tw->c, &b);
+	const unsigned long want =
+		LIBSSH2_SFTP_ATTR_SIZE | LIBSSH2_SFTP_ATTR_UIDGID |
+		LIBSSH2_SFTP_ATTR_PERMISSIONS | LIBSSH2_SFTP_ATTR_ACMODTIME;
+
+	ra = sftp_end(f->c, &a, ra);
+	rb = sftp_end(tw->c, &b, rb);
+	if (ra || rb || (a.attrs.flags & want) != want ||
+	    a.attrs.flags != b.attrs.flags ||
+	    a.attrs.filesize != b.attrs.filesize ||
+	    a.attrs.uid != b.attrs.uid || a.attrs.gid != b.attrs.gid ||
+	    a.attrs.permissions != b.attrs.permissions ||
+	    a.attrs.mtime != b.attrs.mtime ||
+	    !LIBSSH2_SFTP_S_ISREG(a.attrs.permissions))
+		return false;
+	tw->o_size = (off_t)b.attrs.filesize;
+	return true;
+}
+
+/* The twin's open, queued on the bulk session (f->lock held): it goes on
+ * while f's calls do. */
+static void sftp_twin_start(struct ssh_file *f)
+{
+	struct ssh_conn *b = ssh_conn_bulk(f->c);
+
+	f->tw_state = TW_OFF;
+	if (!b)
+		return;
+	f->tw_q = (struct sftp_req){
+		.op = SFTP_OPEN, .path = f->path, .flags = f->tw_flags};
+	f->tw_c = b;
+	/* Read before the open: a handle of a session lost meanwhile is
+	 * refused, never used on the next session. */
+	f->tw_gen = ssh_conn_generation(b);
+	if (sftp_start(b, &f->tw_q) == 0)
+		f->tw_state = TW_OPENING;
+}
+
+/* The twin's open has ended, or wait (f->lock held): the twin in use
+ * when it names f's file. */
+static void sftp_twin_ready(struct ssh_file *f, bool wait)
+{
+	struct ssh_file *tw;
+
+	if (f->tw_state != TW_OPENING ||
+	    (!wait && !ssh_req_done(f->tw_c, &f->tw_q.r)))
+		return;
+	f->tw_state = TW_OFF;
+	if (sftp_end(f->tw_c, &f->tw_q, 0) != 0)
+		return;
+	tw = calloc(1, sizeof(*tw));
+	if (!tw) {
+		struct ssh_file t = {
+			.c = f->tw_c, .h = f->tw_q.h, .gen = f->tw_gen};
+		struct sftp_req q = {.op = SFTP_CLOSE, .f = &t};
+
+		(void)sftp_run(t.c, &q);
+		return;
+	}
+	tw->c = f->tw_c;
+	tw->h = f->tw_q.h;
+	tw->gen = f->tw_gen;
+	tw->r_at = -1;
+	tw->o_size = -1;
+	tw->bulk_of = f->c;
+	pthread_mutex_init(&tw->lock, NULL);
+	/* f's writes land first, so that the two show the same size. */
+	if (sftp_wb_drain_one(f) != 0 || !sftp_twin_same(f, tw)) {
+		sftp_twin_free(tw);
+		return;
+	}
+	f->tw = tw;
+	f->tw_state = TW_ON;
+}
+
+/* A call of f moves size bytes at off (f->lock held): whether it goes on
+ * from where the last ones ended (within SFTP_RUN_GAP, as the kernel's
+ * read-ahead sends them). A run long enough opens the twin. */
+static bool sftp_twin_note(struct ssh_file *f, off_t off, size_t size)
+{
+	off_t end = off + (off_t)size;
+	bool in_run = f->run_len && off >= f->run_end - SFTP_RUN_GAP &&
+		      off <= f->run_end + SFTP_RUN_GAP;
+
+	f->run_len = in_run ? f->run_len + size : size;
+	if (!in_run || end > f->run_end)
+		f->run_end = end;
+	if (f->tw_state == TW_NONE && f->tw_flags &&
+	    f->run_len >= SFTP_TWIN_AFTER)
+		sftp_twin_start(f);
+	sftp_twin_ready(f, false);
+	return in_run;
+}
+
+/* Wait for stripe i's read, if it is under way: 0 or -errno. */
+static int sftp_stripe_wait(struct sftp_stripe *s)
+{
+	int rc;
+
+	if (s->state != STRIPE_BUSY)
+		return 0;
+	rc = sftp_end(s->q.f->c, &s->q, 0);
+	s->len = rc ? 0 : s->q.done;
+	s->state = rc ? STRIPE_EMPTY : STRIPE_FULL;
+	return rc;
+}
+
+/* Start reading [off, end) of f into stripe i, by handle i % 2. */
+static int sftp_stripe_start(struct ssh_file *f, int i, off_t off, off_t end)
+{
+	struct sftp_stripe *s = &f->st[i];
+	struct ssh_file *h = i & 1 ? f->tw : f;
+	int rc;
+
+	/* what it reads is dropped: another stripe is wanted */
+	(void)sftp_stripe_wait(s);
+	if (!s->buf && !(s->buf = malloc(SFTP_STRIPE)))
+		return -ENOMEM;
+	s->q = (struct sftp_req){.op = SFTP_READ,
+				 .f = h,
+				 .off = off,
+				 .buf = s->buf,
+				 .size = (size_t)(end - off),
+				 .bounded = true};
+	s->off = off;
+	s->end = end;
+	s->len = 0;
+	if (h == f)
+		f->r_at = -1; /* the handle's reads stand elsewhere */
+	rc = sftp_start(h->c, &s->q);
+	s->state = rc ? STRIPE_EMPTY : STRIPE_BUSY;
+	return rc;
+}
+
+/* Stop using the twin (f->lock held): its reads and writes ended, its
+ * handle closed. The error of one of its writes, if any. */
+static int sftp_twin_end(struct ssh_file *f)
+{
+	int rc = 0;
+
+	sftp_twin_ready(f, true);
+	for (int i = 0; i < SFTP_STRIPES; i++) {
+		(void)sftp_stripe_wait(&f->st[i]);
+		f->st[i].state = STRIPE_EMPTY;
+	}
+	if (f->tw) {
+		rc = sftp_wb_drain_one(f->tw);
+		sftp_twin_free(f->tw);
+		f->tw = NULL;
+	}
+	f->tw_state = TW_OFF;
+	return rc;
+}
+
+/* Read at off from the stripes (f->lock held, the twin on, the read in
+ * the run): the stripe at off read by its handle if it is not yet, the
+ * next three asked meanwhile (the last once the reads out of order are
+ * past the one it replaces). 0 bytes and -EAGAIN when off is behind the
+ * stripes (the plain way then). */
+static int sftp_read_striped(struct ssh_file *f, char *buf, size_t size,
+			     off_t off)
+{
+	const off_t S = (off_t)SFTP_STRIPE;
+	size_t got = 0;
+	int rc;
+
+	while (got < size) {
+		off_t at = off + (off_t)got, k = at / S, end = (k + 1) * S;
+		struct sftp_stripe *s = &f->st[k % SFTP_STRIPES];
+		size_t n;
+
+		if (s->state != STRIPE_EMPTY &&
+		    (s->end > end || (s->end == end && s->off > at)))
+			return got ? (int)got : -EAGAIN; /* behind them */
+		if (s->state == STRIPE_EMPTY || s->end != end) {
+			rc = sftp_stripe_start(f, (int)(k % SFTP_STRIPES), at,
+					       end);
+			if (rc)
+				return got ? (int)got : rc;
+		}
+		rc = sftp_stripe_wait(s);
+		if (rc)
+			return got ? (int)got : rc;
+		for (off_t j = 1;
+		     s->len == (size_t)(end - s->off) && j < SFTP_STRIPES;
+		     j++) {
+			struct sftp_stripe *t = &f->st[(k + j) % SFTP_STRIPES];
+			off_t from = end + (j - 1) * S;
+
+			if ((t->state != STRIPE_EMPTY && t->end == from + S) ||
+			    (f->o_size >= 0 && from >= f->o_size) ||
+			    (j == SFTP_STRIPES - 1 &&
+			     t->state != STRIPE_EMPTY &&
+			     at - s->off < SFTP_RUN_GAP))
+				continue;
+			(void)sftp_stripe_start(f,
+						(int)((k + j) % SFTP_STRIPES),
+						from, from + S);
+		}
+		if (at >= s->off + (off_t)s->len)
+			break; /* the end of the file */
+		n = (size_t)(s->off + (off_t)s->len - at);
+		if (n > size - got)
+			n = size - got;
+		memcpy(buf + got, s->buf + (at - s->off), n);
+		got += n;
+	}
+	return (int)got;
+}
+
 int ssh_sftp_read(struct ssh_file *f, char *buf, size_t size, off_t off)
 {
 	int rc;
 
 	pthread_mutex_lock(&f->lock);
 	rc = sftp_wb_drain(f);
+	if (rc == 0 && sftp_twin_note(f, off, size) && f->tw) {
+		rc = sftp_read_striped(f, buf, size, off);
+		/* the twin's session or handle failed: without it */
+		if (rc < 0 && rc != -EAGAIN)
+			(void)sftp_twin_end(f);
+		if (rc >= 0) {
+			pthread_mutex_unlock(&f->lock);
+			return rc;
+		}
+		rc = 0;
+	}
 	if (rc == 0)
 		rc = sftp_read_locked(f, buf, size, off);
 	pthread_mutex_unlock(&f->lock);
@@ -1405,6 +1749,13 @@ static int sftp_wb_put(struct ssh_file *f, const char *buf, size_t size,
 	if (f->w_head + f->w_len + size > f->w_cap) {
 		size_t cap = f->w_cap ? f->w_cap : 65536;
 		char *nb;
+
+		/* The bytes move: not while the writer hands them over. */
+		f->w_want = true;
+		while (f->w_sending)
+			sftp_wb_wait();
+		f->w_want = false;
+		pthread_cond_broadcast(&sftp_wb_cv);
 
 		if (f->w_head) { /* the acked bytes go */
 			memmove(f->w_buf, f->w_buf + f->w_head, f->w_len);
@@ -1455,8 +1806,27 @@ static int sftp_wb_put(struct ssh_file *f, const char *buf, size_t size,
 	return 0;
 }
 
+/* Buffer size bytes at off for handle h's writer (f->lock held). */
+static int sftp_write_one(struct ssh_file *h, const char *buf, size_t size,
+			  off_t off)
+{
+	int rc;
+
+	pthread_mutex_lock(&sftp_wb_mu);
+	rc = h->w_err;
+	/* elsewhere than where the last write ended: those first */
+	if (rc == 0 && h->w_busy && off != h->w_off + (off_t)h->w_len) {
+		pthread_mutex_unlock(&sftp_wb_mu);
+		rc = sftp_wb_drain_one(h);
+		pthread_mutex_lock(&sftp_wb_mu);
+	}
+	pthread_mutex_unlock(&sftp_wb_mu);
+	return rc ? rc : sftp_wb_put(h, buf, size, off);
+}
+
 int ssh_sftp_write(struct ssh_file *f, const char *buf, size_t size, off_t off)
 {
+	size_t done = 0;
 	int rc;
 
 	pthread_mutex_lock(&f->lock);
@@ -1464,17 +1834,22 @@ int ssh_sftp_write(struct ssh_file *f, const char *buf, size_t size, off_t off)
 	f->r_at = -1;
 	f->o_have = false;
 	f->o_size = -1;
+	(void)sftp_twin_note(f, off, size);
 	pthread_mutex_lock(&sftp_wb_mu);
-	rc = f->w_err;
-	/* elsewhere than where the last write ended: those first */
-	if (rc == 0 && f->w_busy && off != f->w_off + (off_t)f->w_len) {
-		pthread_mutex_unlock(&sftp_wb_mu);
-		rc = sftp_wb_drain(f);
-		pthread_mutex_lock(&sftp_wb_mu);
-	}
+	rc = f->w_err ? f->w_err : f->tw ? f->tw->w_err : 0;
 	pthread_mutex_unlock(&sftp_wb_mu);
-	if (rc == 0)
-		rc = sftp_wb_put(f, buf, size, off);
+	/* With the twin, each stripe goes by its handle: the bytes of one
+	 * place in the file always by the same one, in order. */
+	while (rc == 0 && done < size) {
+		off_t at = off + (off_t)done, k = at / (off_t)SFTP_STRIPE;
+		size_t n = size - done;
+
+		if (f->tw && (size_t)((k + 1) * (off_t)SFTP_STRIPE - at) < n)
+			n = (size_t)((k + 1) * (off_t)SFTP_STRIPE - at);
+		rc = sftp_write_one(f->tw && (k & 1) ? f->tw : f, buf + done, n,
+				    at);
+		done += n;
+	}
 	pthread_mutex_unlock(&f->lock);
 	return rc ? rc : (int)size;
 }
@@ -1562,17 +1937,21 @@ int ssh_sftp_fsetsize(struct ssh_file *f, off_t size)
 int ssh_sftp_close(struct ssh_file *f)
 {
 	struct sftp_req q = {.op = SFTP_CLOSE, .f = f};
-	int rc, wrc;
+	int rc, wrc, trc;
 
 	pthread_mutex_lock(&f->lock);
 	wrc = sftp_wb_drain(f);
+	trc = sftp_twin_end(f);
 	rc = sftp_run(f->c, &q);
 	pthread_mutex_unlock(&f->lock);
 	pthread_mutex_destroy(&f->lock);
+	for (int i = 0; i < SFTP_STRIPES; i++)
+		free(f->st[i].buf);
 	free(f->w_buf);
 	free(f->s_buf);
+	free(f->path);
 	free(f);
-	return wrc ? wrc : rc;
+	return wrc ? wrc : trc ? trc : rc;
 }
 
 /* SETSTAT; "permission denied" is `denied` (EPERM for what only the

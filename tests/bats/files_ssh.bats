@@ -346,3 +346,73 @@ EOF
 	[ "$(cat g)" = abcdefgh ]
 	exec 5<&-
 }
+
+# The daemon's SSH sessions to the test host.
+sessions() {
+	ss -Htnp state established dst "127.0.1.$FIRST:22" |
+		grep -c "pid=$CCLFS_PID," || true
+}
+
+@test "big files go both ways over a second session, byte for byte" {
+	head -c $((37 * 1048576 + 4321)) /dev/urandom >"$TESTDIR/big"
+	[ "$(sessions)" = 1 ]
+	cp "$TESTDIR/big" big
+	# the node's file, and the sessions that carried it
+	[ "$(on_node 'sha256sum <big')" = "$(sha256sum <"$TESTDIR/big")" ]
+	[ "$(sessions)" = 2 ]
+	cp big "$TESTDIR/back"
+	cmp "$TESTDIR/big" "$TESTDIR/back"
+	# reads and writes anywhere once both handles are in use: a run in
+	# sequence first, then places before, inside and across the stripes
+	python3 - "$TESTDIR/big" big "$TESTDIR/ref" big2 <<'PY'
+import os, random, sys
+local, remote, ref, remote2 = sys.argv[1:]
+data = open(local, "rb").read()
+rnd = random.Random(7)
+spots = [(rnd.randrange(0, len(data)), rnd.randrange(1, 3 << 20))
+         for _ in range(60)] + [((4 << 20) - 5, 10), ((8 << 20) - 1, 2)]
+fd = os.open(remote, os.O_RDONLY)
+assert os.read(fd, 12 << 20) == data[:12 << 20]
+for off, n in spots:
+    got = os.pread(fd, n, off)
+    assert got == data[off:off + n], (off, n, len(got))
+os.close(fd)
+# the same writes to a plain file and through the mount
+out = [os.open(ref, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
+       os.open(remote2, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)]
+for fd in out:
+    for at in range(0, 12 << 20, 1 << 20):
+        os.pwrite(fd, data[at:at + (1 << 20)], at)
+for off, n in spots + [(30 << 20, 5000)]:
+    piece = rnd.randbytes(n)
+    for fd in out:
+        os.pwrite(fd, piece, off)
+for fd in out:
+    os.close(fd)
+PY
+	cmp "$TESTDIR/ref" big2
+	[ "$(on_node 'sha256sum <big2')" = "$(sha256sum <"$TESTDIR/ref")" ]
+}
+
+@test "a big file renamed or put in another's place while written keeps every byte" {
+	python3 - "$TESTDIR/ref" <<'PY'
+import os, sys
+data = os.urandom(21 << 20)
+open(sys.argv[1], "wb").write(data)
+for old, new, other in (("r1", "r2", None), ("r3", "r4", b"other")):
+    fd = os.open(old, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, data[:1 << 20])
+    # the second handle opens by name, after this: the name is gone,
+    # or names another file
+    os.rename(old, new)
+    if other:
+        open(old, "wb").write(other)
+    for at in range(1 << 20, len(data), 1 << 20):
+        os.write(fd, data[at:at + (1 << 20)])
+    os.close(fd)
+PY
+	cmp "$TESTDIR/ref" r2
+	cmp "$TESTDIR/ref" r4
+	[ "$(cat r3)" = other ]
+	[ "$(on_node 'sha256sum <r4')" = "$(sha256sum <"$TESTDIR/ref")" ]
+}
