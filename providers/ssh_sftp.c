@@ -1483,12 +1483,14 @@ static int sftp_read_locked(struct ssh_file *f, char *buf, size_t size,
 
 /* --- the twin (see SFTP_TWIN_AFTER) --- */
 
-/* Close a handle of the bulk session and forget it. */
+/* Close a handle of the bulk session and forget it: not on a session
+ * made since (the handle went with the one that dropped; asking would
+ * connect again, or wait for a host that is gone). */
 static void sftp_twin_free(struct ssh_file *tw)
 {
 	struct sftp_req q = {.op = SFTP_CLOSE, .f = tw};
 
-	if (tw->h)
+	if (tw->h && tw->gen == ssh_conn_generation(tw->c))
 		(void)sftp_run(tw->c, &q);
 	for (int i = 0; i < SFTP_STRIPES; i++)
 		free(tw->st[i].buf);

@@ -416,3 +416,63 @@ PY
 	[ "$(cat r3)" = other ]
 	[ "$(on_node 'sha256sum <r4')" = "$(sha256sum <"$TESTDIR/ref")" ]
 }
+
+# The local ports of the daemon's sessions to the test host.
+session_ports() {
+	ss -Htnp state established dst "127.0.1.$FIRST:22" |
+		grep "pid=$CCLFS_PID," | awk '{print $3}' | sed 's/.*://'
+}
+
+# Kill the test host's sshd of the daemon's session other than the one
+# at port $MAIN_PORT (the second one, for big files): the connection
+# drops as when a network fails.
+kill_bulk_session() {
+	local port pids
+	port=$(session_ports | grep -vx "$MAIN_PORT")
+	[ "$(echo "$port" | wc -w)" = 1 ] || return 1
+	pids=$(ss -Htnp state established src "127.0.1.$FIRST:22" \
+		dst ":$port" | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u)
+	[ -n "$pids" ] || return 1
+	# shellcheck disable=SC2086
+	kill -9 $pids
+}
+
+@test "the second session dropping: reads go on, writes fail with EIO" {
+	head -c $((40 << 20)) /dev/urandom >"$TESTDIR/big"
+	MAIN_PORT=$(session_ports)
+	[ "$(echo "$MAIN_PORT" | wc -w)" = 1 ]
+	cp "$TESTDIR/big" big
+	export -f session_ports kill_bulk_session
+	export FIRST CCLFS_PID MAIN_PORT
+	python3 - "$TESTDIR/big" big w <<'PY'
+import errno, os, subprocess, sys
+local, remote, out = sys.argv[1:]
+data = open(local, "rb").read()
+fd = os.open(remote, os.O_RDONLY)
+got = b"".join(os.read(fd, 1 << 20) for _ in range(16))
+subprocess.run(["bash", "-c", "kill_bulk_session"], check=True)
+while True:
+    piece = os.read(fd, 1 << 20)
+    if not piece:
+        break
+    got += piece
+os.close(fd)
+assert got == data, "the read came back different"
+fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+for at in range(0, 16 << 20, 1 << 20):
+    os.write(fd, data[at:at + (1 << 20)])
+subprocess.run(["bash", "-c", "kill_bulk_session"], check=True)
+try:
+    for at in range(16 << 20, len(data), 1 << 20):
+        os.write(fd, data[at:at + (1 << 20)])
+    os.close(fd)
+except OSError as e:
+    assert e.errno == errno.EIO, e
+else:
+    sys.exit("no write and no close failed")
+PY
+	# the node and its files go on: a big copy again, byte for byte
+	cp "$TESTDIR/big" again
+	cmp "$TESTDIR/big" again
+	[ "$(on_node 'sha256sum <again')" = "$(sha256sum <"$TESTDIR/big")" ]
+}
