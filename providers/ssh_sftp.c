@@ -339,6 +339,18 @@ static int sftp_fail(struct ssh_conn *c, struct sftp_req *q, LIBSSH2_SFTP *sftp,
 	return ssh_conn_fail(c, &q->r, what);
 }
 
+/* f's writes failed with rc (sftp_wb_mu held): the bytes not acked are
+ * lost, but a twin's, which its file's own handle sends again (see
+ * sftp_twin_end). */
+static void sftp_wb_fail(struct ssh_file *f, int rc)
+{
+	f->w_err = rc;
+	if (!f->bulk_of) {
+		f->w_acked = f->w_in;
+		f->w_len = 0;
+	}
+}
+
 static void sftp_lost(struct ssh_req *r)
 {
 	struct sftp_req *q = (struct sftp_req *)r;
@@ -347,9 +359,7 @@ static void sftp_lost(struct ssh_req *r)
 	q->held = 0; /* so were the slots */
 	if (q->op == SFTP_WRITE_BEHIND) {
 		pthread_mutex_lock(&sftp_wb_mu);
-		q->f->w_err = -EIO;
-		q->f->w_acked = q->f->w_in;
-		q->f->w_len = 0;
+		sftp_wb_fail(q->f, -EIO);
 		pthread_cond_broadcast(&sftp_wb_cv);
 		pthread_mutex_unlock(&sftp_wb_mu);
 	}
@@ -516,9 +526,7 @@ static int sftp_write_behind(struct ssh_conn *c, struct sftp_req *q,
 			break;
 		if (n < 0) {
 			rc = sftp_fail(c, q, sftp, "writing", (long)n);
-			f->w_err = rc;
-			f->w_acked = f->w_in;
-			f->w_len = 0;
+			sftp_wb_fail(f, rc);
 			break;
 		}
 		q->r.progress = true;
@@ -1016,6 +1024,12 @@ static int sftp_step(struct ssh_conn *c, struct ssh_req *r)
 	}
 	if (!sftp_state(c))
 		return -ENOMEM;
+	/* Given up by its waiter before it sent anything (a twin's open when
+	 * its file closes): nothing to undo. */
+	if (atomic_load(&r->cancel) && q->held == 0) {
+		snprintf(r->err, sizeof(r->err), "cancelled");
+		return -EINTR;
+	}
 	if (q->op == SFTP_LIST ? !sftp_take(c, q, SLOT_OPEN) ||
 					 !sftp_take(c, q, SLOT_READDIR)
 			       : !sftp_take(c, q, sftp_slot_of(q->op)))
@@ -1107,10 +1121,8 @@ static int sftp_wb_drain_one(struct ssh_file *f)
 	pthread_mutex_lock(&sftp_wb_mu);
 	if (f->w_busy && rc && !f->w_err)
 		f->w_err = rc == -ECONNRESET || rc == -ESHUTDOWN ? -EIO : rc;
-	if (f->w_err) { /* what was not acked is lost */
-		f->w_acked = f->w_in;
-		f->w_len = 0;
-	}
+	if (f->w_err)
+		sftp_wb_fail(f, f->w_err);
 	f->w_busy = false;
 	if (f->w_listed) {
 		struct ssh_file **pp = &sftp_wb_files;
@@ -1125,13 +1137,19 @@ static int sftp_wb_drain_one(struct ssh_file *f)
 	return rc;
 }
 
-/* sftp_wb_drain_one of f and of its twin: the first error. */
+static int sftp_twin_end(struct ssh_file *f);
+
+/* sftp_wb_drain_one of f and of its twin (which ends when its writes
+ * failed, f sending what it had not got acked): f's error. */
 static int sftp_wb_drain(struct ssh_file *f)
 {
-	int rc = sftp_wb_drain_one(f),
-	    trc = f->tw ? sftp_wb_drain_one(f->tw) : 0;
+	if (f->tw && sftp_wb_drain_one(f->tw) != 0) {
+		int rc = sftp_twin_end(f);
 
-	return rc ? rc : trc;
+		if (rc)
+			return rc;
+	}
+	return sftp_wb_drain_one(f);
 }
 
 /* Wait until every byte buffered by the twins of c's files, and with own
@@ -1481,17 +1499,107 @@ static int sftp_read_locked(struct ssh_file *f, char *buf, size_t size,
 	}
 }
 
+/* Put size bytes at off in f's buffer (f->lock held), the writer given
+ * them; 0, or -errno. */
+static int sftp_wb_put(struct ssh_file *f, const char *buf, size_t size,
+		       off_t off)
+{
+	pthread_mutex_lock(&sftp_wb_mu);
+	if (f->w_head + f->w_len + size > f->w_cap) {
+		size_t cap = f->w_cap ? f->w_cap : 65536;
+		char *nb;
+
+		/* The bytes move: not while the writer hands them over. */
+		f->w_want = true;
+		while (f->w_sending)
+			sftp_wb_wait();
+		f->w_want = false;
+		pthread_cond_broadcast(&sftp_wb_cv);
+
+		if (f->w_head) { /* the acked bytes go */
+			memmove(f->w_buf, f->w_buf + f->w_head, f->w_len);
+			f->w_head = 0;
+		}
+		while (cap < f->w_len + size)
+			cap *= 2;
+		nb = cap > f->w_cap ? realloc(f->w_buf, cap) : f->w_buf;
+		if (!nb) {
+			pthread_mutex_unlock(&sftp_wb_mu);
+			return -ENOMEM;
+		}
+		f->w_buf = nb;
+		f->w_cap = cap > f->w_cap ? cap : f->w_cap;
+	}
+	if (f->w_len == 0)
+		f->w_off = off;
+	memcpy(f->w_buf + f->w_head + f->w_len, buf, size);
+	f->w_len += size;
+	f->w_in += size;
+	if (!f->w_listed) {
+		f->w_next = sftp_wb_files;
+		sftp_wb_files = f;
+		f->w_listed = true;
+	}
+	if (!f->w_busy) {
+		f->w_busy = true; /* before it is submitted: see settle */
+		f->w_stop = false;
+		pthread_mutex_unlock(&sftp_wb_mu);
+		f->w_req = (struct sftp_req){.op = SFTP_WRITE_BEHIND, .f = f};
+		f->w_req.r.step = sftp_step;
+		f->w_req.r.lost = sftp_lost;
+		if (ssh_submit(f->c, &f->w_req.r) == 0)
+			return 0;
+		pthread_mutex_lock(&sftp_wb_mu);
+		f->w_busy = false;
+		sftp_wb_fail(f, -EIO);
+		pthread_mutex_unlock(&sftp_wb_mu);
+		return -EIO;
+	}
+	/* Too much in flight: wait for acks, not for all of them. */
+	while (f->w_len > SFTP_WB_MAX && !f->w_err && !sftp_wb_dead(f))
+		sftp_wb_wait();
+	pthread_mutex_unlock(&sftp_wb_mu);
+	ssh_wake(f->c);
+	return 0;
+}
+
+/* Buffer size bytes at off for handle h's writer (f->lock held). */
+static int sftp_write_one(struct ssh_file *h, const char *buf, size_t size,
+			  off_t off)
+{
+	int rc;
+
+	pthread_mutex_lock(&sftp_wb_mu);
+	rc = h->w_err;
+	/* elsewhere than where the last write ended: those first */
+	if (rc == 0 && h->w_busy && off != h->w_off + (off_t)h->w_len) {
+		pthread_mutex_unlock(&sftp_wb_mu);
+		rc = sftp_wb_drain_one(h);
+		pthread_mutex_lock(&sftp_wb_mu);
+	}
+	pthread_mutex_unlock(&sftp_wb_mu);
+	return rc ? rc : sftp_wb_put(h, buf, size, off);
+}
+
 /* --- the twin (see SFTP_TWIN_AFTER) --- */
 
-/* Close a handle of the bulk session and forget it: not on a session
+/* Close handle h of c's session of generation gen: not on a session
  * made since (the handle went with the one that dropped; asking would
  * connect again, or wait for a host that is gone). */
+static void sftp_close_handle(struct ssh_conn *c, LIBSSH2_SFTP_HANDLE *h,
+			      unsigned gen)
+{
+	struct ssh_file t = {.c = c, .h = h, .gen = gen};
+	struct sftp_req q = {.op = SFTP_CLOSE, .f = &t};
+
+	if (h && gen == ssh_conn_generation(c))
+		(void)sftp_run(c, &q);
+}
+
+/* Close a handle of the bulk session and forget it. */
 static void sftp_twin_free(struct ssh_file *tw)
 {
-	struct sftp_req q = {.op = SFTP_CLOSE, .f = tw};
-
-	if (tw->h && tw->gen == ssh_conn_generation(tw->c))
-		(void)sftp_run(tw->c, &q);
+	sftp_close_handle(tw->c, tw->h, tw->gen);
 	for (int i = 0; i < SFTP_STRIPES; i++)
 		free(tw->st[i].buf);
 	pthread_mutex_destroy(&tw->lock);
@@ -1561,11 +1669,7 @@ static void sftp_twin_ready(struct ssh_file *f, bool wait)
 		return;
 	tw = calloc(1, sizeof(*tw));
 	if (!tw) {
-		struct ssh_file t = {
-			.c = f->tw_c, .h = f->tw_q.h, .gen = f->tw_gen};
-		struct sftp_req q = {.op = SFTP_CLOSE, .f = &t};
-
-		(void)sftp_run(t.c, &q);
+		sftp_close_handle(f->tw_c, f->tw_q.h, f->tw_gen);
 		return;
 	}
 	tw->c = f->tw_c;
@@ -1643,23 +1747,38 @@ static int sftp_stripe_start(struct ssh_file *f, int i, off_t off, off_t end)
 	return rc;
 }
 
-/* Stop using the twin (f->lock held): its reads and writes ended, its
- * handle closed. The error of one of its writes, if any. */
+static int sftp_cancel_now(void *ctx)
+{
+	(void)ctx;
+	return 1;
+}
+
+/* Stop using the twin (f->lock held): its open given up, its reads and
+ * writes ended, its handle closed. The bytes it had not got acked (its
+ * session lost, or a write refused) go by f's own handle: 0, or the
+ * error of f's writes. */
 static int sftp_twin_end(struct ssh_file *f)
 {
+	struct ssh_file *tw = f->tw;
 	int rc = 0;
 
-	sftp_twin_ready(f, true);
+	/* An open not sent yet is dropped, and a session still being made
+	 * for it ends: a close does not wait for a connection. */
+	if (f->tw_state == TW_OPENING &&
+	    ssh_wait(f->tw_c, &f->tw_q.r, sftp_cancel_now, NULL) == 0)
+		sftp_close_handle(f->tw_c, f->tw_q.h, f->tw_gen);
 	for (int i = 0; i < SFTP_STRIPES; i++) {
 		(void)sftp_stripe_wait(&f->st[i]);
 		f->st[i].state = STRIPE_EMPTY;
 	}
-	if (f->tw) {
-		rc = sftp_wb_drain_one(f->tw);
-		sftp_twin_free(f->tw);
-		f->tw = NULL;
-	}
+	f->tw = NULL;
 	f->tw_state = TW_OFF;
+	if (tw) {
+		if (sftp_wb_drain_one(tw) != 0 && tw->w_len)
+			rc = sftp_write_one(f, tw->w_buf + tw->w_head,
+					    tw->w_len, tw->w_off);
+		sftp_twin_free(tw);
+	}
 	return rc;
 }
 
@@ -1742,90 +1861,6 @@ int ssh_sftp_read(struct ssh_file *f, char *buf, size_t size, off_t off)
 	return rc;
 }
 
-/* Put size bytes at off in f's buffer (f->lock held), the writer given
- * them; 0, or -errno. */
-static int sftp_wb_put(struct ssh_file *f, const char *buf, size_t size,
-		       off_t off)
-{
-	pthread_mutex_lock(&sftp_wb_mu);
-	if (f->w_head + f->w_len + size > f->w_cap) {
-		size_t cap = f->w_cap ? f->w_cap : 65536;
-		char *nb;
-
-		/* The bytes move: not while the writer hands them over. */
-		f->w_want = true;
-		while (f->w_sending)
-			sftp_wb_wait();
-		f->w_want = false;
-		pthread_cond_broadcast(&sftp_wb_cv);
-
-		if (f->w_head) { /* the acked bytes go */
-			memmove(f->w_buf, f->w_buf + f->w_head, f->w_len);
-			f->w_head = 0;
-		}
-		while (cap < f->w_len + size)
-			cap *= 2;
-		nb = cap > f->w_cap ? realloc(f->w_buf, cap) : f->w_buf;
-		if (!nb) {
-			pthread_mutex_unlock(&sftp_wb_mu);
-			return -ENOMEM;
-		}
-		f->w_buf = nb;
-		f->w_cap = cap > f->w_cap ? cap : f->w_cap;
-	}
-	if (f->w_len == 0)
-		f->w_off = off;
-	memcpy(f->w_buf + f->w_head + f->w_len, buf, size);
-	f->w_len += size;
-	f->w_in += size;
-	if (!f->w_listed) {
-		f->w_next = sftp_wb_files;
-		sftp_wb_files = f;
-		f->w_listed = true;
-	}
-	if (!f->w_busy) {
-		f->w_busy = true; /* before it is submitted: see settle */
-		f->w_stop = false;
-		pthread_mutex_unlock(&sftp_wb_mu);
-		f->w_req = (struct sftp_req){.op = SFTP_WRITE_BEHIND, .f = f};
-		f->w_req.r.step = sftp_step;
-		f->w_req.r.lost = sftp_lost;
-		if (ssh_submit(f->c, &f->w_req.r) == 0)
-			return 0;
-		pthread_mutex_lock(&sftp_wb_mu);
-		f->w_busy = false;
-		f->w_len = 0;
-		f->w_acked = f->w_in;
-		f->w_err = -EIO;
-		pthread_mutex_unlock(&sftp_wb_mu);
-		return -EIO;
-	}
-	/* Too much in flight: wait for acks, not for all of them. */
-	while (f->w_len > SFTP_WB_MAX && !f->w_err && !sftp_wb_dead(f))
-		sftp_wb_wait();
-	pthread_mutex_unlock(&sftp_wb_mu);
-	ssh_wake(f->c);
-	return 0;
-}
-
-/* Buffer size bytes at off for handle h's writer (f->lock held). */
-static int sftp_write_one(struct ssh_file *h, const char *buf, size_t size,
-			  off_t off)
-{
-	int rc;
-
-	pthread_mutex_lock(&sftp_wb_mu);
-	rc = h->w_err;
-	/* elsewhere than where the last write ended: those first */
-	if (rc == 0 && h->w_busy && off != h->w_off + (off_t)h->w_len) {
-		pthread_mutex_unlock(&sftp_wb_mu);
-		rc = sftp_wb_drain_one(h);
-		pthread_mutex_lock(&sftp_wb_mu);
-	}
-	pthread_mutex_unlock(&sftp_wb_mu);
-	return rc ? rc : sftp_wb_put(h, buf, size, off);
-}
-
 int ssh_sftp_write(struct ssh_file *f, const char *buf, size_t size, off_t off)
 {
 	size_t done = 0;
@@ -1838,19 +1873,23 @@ int ssh_sftp_write(struct ssh_file *f, const char *buf, size_t size, off_t off)
 	f->o_size = -1;
 	(void)sftp_twin_note(f, off, size);
 	pthread_mutex_lock(&sftp_wb_mu);
-	rc = f->w_err ? f->w_err : f->tw ? f->tw->w_err : 0;
+	rc = f->w_err;
 	pthread_mutex_unlock(&sftp_wb_mu);
 	/* With the twin, each stripe goes by its handle: the bytes of one
-	 * place in the file always by the same one, in order. */
+	 * place in the file always by the same one, in order. A twin whose
+	 * writes failed ends, f sending its bytes, then this piece. */
 	while (rc == 0 && done < size) {
 		off_t at = off + (off_t)done, k = at / (off_t)SFTP_STRIPE;
 		size_t n = size - done;
+		struct ssh_file *h = f->tw && (k & 1) ? f->tw : f;
 
 		if (f->tw && (size_t)((k + 1) * (off_t)SFTP_STRIPE - at) < n)
 			n = (size_t)((k + 1) * (off_t)SFTP_STRIPE - at);
-		rc = sftp_write_one(f->tw && (k & 1) ? f->tw : f, buf + done, n,
-				    at);
-		done += n;
+		rc = sftp_write_one(h, buf + done, n, at);
+		if (rc && h != f)
+			rc = sftp_twin_end(f);
+		else
+			done += n;
 	}
 	pthread_mutex_unlock(&f->lock);
 	return rc ? rc : (int)size;
