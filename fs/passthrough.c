@@ -83,7 +83,8 @@ _Static_assert(sizeof(struct pt_open_out) == 16, "fuse_open_out");
 
 /* A backing file registered with the kernel: one per file of the disk
  * (device and inode), shared by all its opens, since the kernel wants one
- * backing file per inode of the mount for as long as any is open. */
+ * backing file per inode of the mount for as long as any is open. Found
+ * by a table of PT_BUCKETS lists, hashed by inode: every open looks. */
 struct passthrough_file {
 	dev_t dev;
 	ino_t ino;
@@ -91,6 +92,9 @@ struct passthrough_file {
 	int opens;
 	struct passthrough_file *next;
 };
+
+#define PT_BUCKET_BITS 10
+#define PT_BUCKETS     (1 << PT_BUCKET_BITS)
 
 static struct {
 	pthread_mutex_t lock;
@@ -100,8 +104,16 @@ static struct {
 	atomic_bool offered;	      /* the kernel offered passthrough */
 	atomic_bool on;		      /* and it was asked for */
 	_Atomic uint64_t init_unique; /* the INIT request's */
-	struct passthrough_file *files;
+	struct passthrough_file *files[PT_BUCKETS];
 } pt = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
+
+static struct passthrough_file **pt_bucket(dev_t dev, ino_t ino)
+{
+	uint64_t h = ((uint64_t)ino ^ ((uint64_t)dev << 32)) *
+		     0x9e3779b97f4a7c15ULL; /* Fibonacci hashing */
+
+	return &pt.files[h >> (64 - PT_BUCKET_BITS)];
+}
 
 /* The backing id of the open this thread is answering, or 0. */
 static _Thread_local int32_t pt_pending;
@@ -236,14 +248,15 @@ int passthrough_attach(struct fuse_session *se, bool enable)
 struct passthrough_file *passthrough_open(int fd)
 {
 	pt_backing_map map = {(uint32_t)fd};
-	struct passthrough_file *f;
+	struct passthrough_file *f, **head;
 	struct stat st;
 	int id;
 
 	if (!pt.on || fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
 		return NULL;
 	pthread_mutex_lock(&pt.lock);
-	for (f = pt.files; f; f = f->next)
+	head = pt_bucket(st.st_dev, st.st_ino);
+	for (f = *head; f; f = f->next)
 		if (f->dev == st.st_dev && f->ino == st.st_ino)
 			break;
 	if (!f) {
@@ -260,8 +273,8 @@ struct passthrough_file *passthrough_open(int fd)
 		f->dev = st.st_dev;
 		f->ino = st.st_ino;
 		f->id = id;
-		f->next = pt.files;
-		pt.files = f;
+		f->next = *head;
+		*head = f;
 	}
 	f->opens++;
 	pt_pending = f->id;
@@ -279,7 +292,7 @@ void passthrough_close(struct passthrough_file *pf)
 	if (pt_pending == pf->id)
 		pt_pending = 0;
 	if (--pf->opens == 0) {
-		for (p = &pt.files; *p != pf; p = &(*p)->next)
+		for (p = pt_bucket(pf->dev, pf->ino); *p != pf; p = &(*p)->next)
 			;
 		*p = pf->next;
 		pt_forget(pf->id);

@@ -465,6 +465,41 @@ io_through_daemon() {
 	[ "$(cat f)" = new ]
 }
 
+# Every open looks its file up in the daemon's table of backing files:
+# thousands open at once each read their own bytes, a file open by two
+# names (a hard link) is one file, and once all are closed each opens
+# again.
+@test "local: passthrough: thousands of files open at once" {
+	needs_passthrough
+	on local
+	needs_unstacked_disk
+	cd "$D"
+	python3 - <<-'PY'
+		import os, resource
+		hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+		resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+		n = 3000
+		for i in range(n):
+		    with open("o%d" % i, "w") as f:
+		        f.write("file %d\n" % i)
+		fds = [os.open("o%d" % i, os.O_RDWR) for i in range(n)]
+		for i, fd in enumerate(fds):
+		    assert os.pread(fd, 64, 0) == b"file %d\n" % i, i
+		os.link("o7", "l7")
+		fd = os.open("l7", os.O_RDWR)
+		os.pwrite(fd, b"FILE", 0)
+		assert os.pread(fds[7], 4, 0) == b"FILE"
+		os.close(fd)
+		for fd in fds:
+		    os.close(fd)
+		for i in range(n):
+		    with open("o%d" % i, "rb") as f:
+		        want = b"%s %d\n" % (b"FILE" if i == 7 else b"file", i)
+		        assert f.read() == want, i
+	PY
+	[ "$(cat "$DISK/l7")" = "FILE 7" ]
+}
+
 # ------------------------------------------- local, without passthrough
 # The same checks as local:, for the files that go through the daemon:
 # an unprivileged daemon's, a kernel without passthrough, -o nopassthrough.
