@@ -934,12 +934,14 @@ int ssh_submit(struct ssh_conn *c, struct ssh_req *r)
 	uint64_t one = 1;
 	struct ssh_req **pp;
 
+	pthread_mutex_lock(&c->lock);
+	/* Under the lock: ssh_req_done may be asked meanwhile. */
 	r->next = NULL;
 	r->done = false;
 	r->rc = 0;
 	r->state = 0;
+	r->orphan = NULL;
 	atomic_store(&r->cancel, 0);
-	pthread_mutex_lock(&c->lock);
 	if (c->stop) {
 		pthread_mutex_unlock(&c->lock);
 		snprintf(r->err, sizeof(r->err), "%s is closing", c->name);
@@ -1015,13 +1017,36 @@ int ssh_wait(struct ssh_conn *c, struct ssh_req *r, int (*cancelled)(void *),
 	return r->rc;
 }
 
+bool ssh_orphan(struct ssh_conn *c, struct ssh_req *r,
+		void (*fn)(struct ssh_conn *c, struct ssh_req *r), bool cancel)
+{
+	bool done;
+
+	pthread_mutex_lock(&c->lock);
+	done = r->done;
+	if (!done) {
+		r->orphan = fn;
+		if (cancel)
+			atomic_store(&r->cancel, 1);
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (!done)
+		ssh_wake(c);
+	return !done;
+}
+
 static void ssh_complete(struct ssh_conn *c, struct ssh_req *r, int rc)
 {
+	void (*orphan)(struct ssh_conn *, struct ssh_req *);
+
 	pthread_mutex_lock(&c->lock);
 	r->rc = rc;
 	r->done = true;
+	orphan = r->orphan;
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->lock);
+	if (orphan)
+		orphan(c, r); /* r may be gone now */
 }
 
 /* Remove r from the active list. */
@@ -1551,6 +1576,8 @@ static void *ssh_thread(void *arg)
 			ssh_lose(c, "the connection was closed");
 	}
 	ssh_drop(c);
+	/* and those submitted since the last round: nobody waits forever */
+	ssh_take_pending(c);
 	ssh_fail_all(c, -ESHUTDOWN, "the connection is closing");
 	return NULL;
 }

@@ -26,6 +26,9 @@ struct ssh_req {
 	int64_t deadline_ns; /* 0: none */
 	int rc;
 	bool done;
+	/* Set by ssh_orphan: called on the connection's thread once r has
+	 * ended, which then belongs to it. */
+	void (*orphan)(struct ssh_conn *c, struct ssh_req *r);
 	char err[SSH_ERR_MAX];
 };
 
@@ -67,6 +70,12 @@ bool ssh_req_done(struct ssh_conn *c, const struct ssh_req *r);
 void ssh_wake(struct ssh_conn *c);
 int ssh_wait(struct ssh_conn *c, struct ssh_req *r, int (*cancelled)(void *),
 	     void *ctx);
+/* Nobody will wait for r: fn gets it once it has ended, on the
+ * connection's thread; with cancel, r is cancelled too (one that sent
+ * nothing yet stops). False when r has ended already (then the caller
+ * still has it). */
+bool ssh_orphan(struct ssh_conn *c, struct ssh_req *r,
+		void (*fn)(struct ssh_conn *c, struct ssh_req *r), bool cancel);
 
 int64_t ssh_now_ns(void);
 /* pthread_cond_wait for at most 20 ms (mu held). */

@@ -220,19 +220,28 @@ struct ssh_file {
 	 * answer). */
 	off_t o_size;
 	/* The twin (see SFTP_TWIN_AFTER): the path it opens and its flags
-	 * (0: none for this file), its open in flight on tw_c, the run of
-	 * calls in sequence so far; stripe i is read by handle i (0: this
-	 * one). A twin's bulk_of is the session of the file it serves. */
+	 * (0: none for this file), its open in flight, the run of calls in
+	 * sequence so far; stripe i is read by handle i % 2 (0: this one). A
+	 * twin's bulk_of is the session of the file it serves. */
 	char *path;
 	unsigned long tw_flags;
 	int tw_state;
 	struct ssh_file *tw;
-	struct ssh_conn *tw_c, *bulk_of;
-	unsigned tw_gen;
-	struct sftp_req tw_q;
+	struct ssh_conn *bulk_of;
+	struct sftp_twin_open *tw_open;
 	off_t run_end;
 	uint64_t run_len;
 	struct sftp_stripe st[SFTP_STRIPES];
+};
+
+/* The twin's open, apart from its file: a file closed while it is under
+ * way leaves it to the bulk session's thread (sftp_twin_orphan), which
+ * closes the handle it brings. t is that handle, of session t.c as of
+ * generation t.gen. */
+struct sftp_twin_open {
+	struct sftp_req q;
+	struct ssh_file t;
+	char path[];
 };
 
 /* How long the attributes asked with a change stay the answer to the
@@ -357,6 +366,11 @@ static void sftp_lost(struct ssh_req *r)
 
 	q->h = NULL; /* freed with the session */
 	q->held = 0; /* so were the slots */
+	q->sub = 0;  /* one that sent nothing may start again */
+	if (q->op == SFTP_LIST) {
+		q->nents = 0;
+		q->r.rc = 0;
+	}
 	if (q->op == SFTP_WRITE_BEHIND) {
 		pthread_mutex_lock(&sftp_wb_mu);
 		sftp_wb_fail(q->f, -EIO);
@@ -1140,16 +1154,13 @@ static int sftp_wb_drain_one(struct ssh_file *f)
 static int sftp_twin_end(struct ssh_file *f);
 
 /* sftp_wb_drain_one of f and of its twin (which ends when its writes
- * failed, f sending what it had not got acked): f's error. */
+ * failed, f sending what it had not got acked): the first error. */
 static int sftp_wb_drain(struct ssh_file *f)
 {
-	if (f->tw && sftp_wb_drain_one(f->tw) != 0) {
-		int rc = sftp_twin_end(f);
+	int trc = f->tw && sftp_wb_drain_one(f->tw) != 0 ? sftp_twin_end(f) : 0,
+	    rc = sftp_wb_drain_one(f); /* always: f leaves the list */
 
-		if (rc)
-			return rc;
-	}
-	return sftp_wb_drain_one(f);
+	return trc ? trc : rc;
 }
 
 /* Wait until every byte buffered by the twins of c's files, and with own
@@ -1541,12 +1552,14 @@ static int sftp_wb_put(struct ssh_file *f, const char *buf, size_t size,
 		f->w_listed = true;
 	}
 	if (!f->w_busy) {
-		f->w_busy = true; /* before it is submitted: see settle */
-		f->w_stop = false;
-		pthread_mutex_unlock(&sftp_wb_mu);
+		/* Made new before w_busy is set, under the lock settle holds:
+		 * settle takes a writer that ended for dead. */
 		f->w_req = (struct sftp_req){.op = SFTP_WRITE_BEHIND, .f = f};
 		f->w_req.r.step = sftp_step;
 		f->w_req.r.lost = sftp_lost;
+		f->w_busy = true; /* before it is submitted: see settle */
+		f->w_stop = false;
+		pthread_mutex_unlock(&sftp_wb_mu);
 		if (ssh_submit(f->c, &f->w_req.r) == 0)
 			return 0;
 		pthread_mutex_lock(&sftp_wb_mu);
@@ -1571,8 +1584,10 @@ static int sftp_write_one(struct ssh_file *h, const char *buf, size_t size,
 
 	pthread_mutex_lock(&sftp_wb_mu);
 	rc = h->w_err;
-	/* elsewhere than where the last write ended: those first */
-	if (rc == 0 && h->w_busy && off != h->w_off + (off_t)h->w_len) {
+	/* elsewhere than where the last write ended, or the writer ended
+	 * (it would take no more bytes, and the error is its): those first */
+	if (rc == 0 && h->w_busy &&
+	    (off != h->w_off + (off_t)h->w_len || sftp_wb_dead(h))) {
 		pthread_mutex_unlock(&sftp_wb_mu);
 		rc = sftp_wb_drain_one(h);
 		pthread_mutex_lock(&sftp_wb_mu);
@@ -1583,23 +1598,47 @@ static int sftp_write_one(struct ssh_file *h, const char *buf, size_t size,
 
 /* --- the twin (see SFTP_TWIN_AFTER) --- */
 
-/* Close handle h of c's session of generation gen: not on a session
- * made since (the handle went with the one that dropped; asking would
- * connect again, or wait for a host that is gone). */
-static void sftp_close_handle(struct ssh_conn *c, LIBSSH2_SFTP_HANDLE *h,
-			      unsigned gen)
-{
-	struct ssh_file t = {.c = c, .h = h, .gen = gen};
-	struct sftp_req q = {.op = SFTP_CLOSE, .f = &t};
+static void sftp_twin_orphan(struct ssh_conn *c, struct ssh_req *r);
 
-	if (h && gen == ssh_conn_generation(c))
-		(void)sftp_run(c, &q);
+/* Queue the close of handle h of session o->t.c, not waited for (o is
+ * freed once it has ended): not on a session made since o->t.gen (the
+ * handle went with the one that dropped; asking would connect again). */
+static void sftp_twin_close(struct sftp_twin_open *o, LIBSSH2_SFTP_HANDLE *h)
+{
+	if (h && o->t.gen == ssh_conn_generation(o->t.c)) {
+		o->t.h = h;
+		o->q = (struct sftp_req){.op = SFTP_CLOSE, .f = &o->t};
+		if (sftp_start(o->t.c, &o->q) == 0 &&
+		    ssh_orphan(o->t.c, &o->q.r, sftp_twin_orphan, false))
+			return;
+	}
+	free(o);
 }
 
-/* Close a handle of the bulk session and forget it. */
+/* The twin's open or close, ended with nobody waiting for it (on the
+ * bulk session's thread, or a closing file's): an open's handle closed
+ * in turn. */
+static void sftp_twin_orphan(struct ssh_conn *c, struct ssh_req *r)
+{
+	struct sftp_twin_open *o = (struct sftp_twin_open *)(void *)r;
+
+	(void)c;
+	if (o->q.op == SFTP_OPEN && r->rc == 0)
+		sftp_twin_close(o, o->q.h);
+	else
+		free(o);
+}
+
+/* Forget a handle of the bulk session, its close queued. */
 static void sftp_twin_free(struct ssh_file *tw)
 {
-	sftp_close_handle(tw->c, tw->h, tw->gen);
+	struct sftp_twin_open *o = calloc(1, sizeof(*o));
+
+	if (o) { /* else the handle goes with the session */
+		o->t.c = tw->c;
+		o->t.gen = tw->gen;
+		sftp_twin_close(o, tw->h);
+	}
 	for (int i = 0; i < SFTP_STRIPES; i++)
 		free(tw->st[i].buf);
 	pthread_mutex_destroy(&tw->lock);
@@ -1641,40 +1680,47 @@ static bool sftp_twin_same(struct ssh_file *f, struct ssh_file *tw)
 static void sftp_twin_start(struct ssh_file *f)
 {
 	struct ssh_conn *b = ssh_conn_bulk(f->c);
+	size_t len = strlen(f->path) + 1;
+	struct sftp_twin_open *o = b ? calloc(1, sizeof(*o) + len) : NULL;
 
 	f->tw_state = TW_OFF;
-	if (!b)
+	if (!o)
 		return;
-	f->tw_q = (struct sftp_req){
-		.op = SFTP_OPEN, .path = f->path, .flags = f->tw_flags};
-	f->tw_c = b;
+	memcpy(o->path, f->path, len);
+	o->q = (struct sftp_req){
+		.op = SFTP_OPEN, .path = o->path, .flags = f->tw_flags};
+	o->t.c = b;
 	/* Read before the open: a handle of a session lost meanwhile is
 	 * refused, never used on the next session. */
-	f->tw_gen = ssh_conn_generation(b);
-	if (sftp_start(b, &f->tw_q) == 0)
-		f->tw_state = TW_OPENING;
-}
-
-/* The twin's open has ended, or wait (f->lock held): the twin in use
- * when it names f's file. */
-static void sftp_twin_ready(struct ssh_file *f, bool wait)
-{
-	struct ssh_file *tw;
-
-	if (f->tw_state != TW_OPENING ||
-	    (!wait && !ssh_req_done(f->tw_c, &f->tw_q.r)))
-		return;
-	f->tw_state = TW_OFF;
-	if (sftp_end(f->tw_c, &f->tw_q, 0) != 0)
-		return;
-	tw = calloc(1, sizeof(*tw));
-	if (!tw) {
-		sftp_close_handle(f->tw_c, f->tw_q.h, f->tw_gen);
+	o->t.gen = ssh_conn_generation(b);
+	if (sftp_start(b, &o->q) != 0) {
+		free(o);
 		return;
 	}
-	tw->c = f->tw_c;
-	tw->h = f->tw_q.h;
-	tw->gen = f->tw_gen;
+	f->tw_open = o;
+	f->tw_state = TW_OPENING;
+}
+
+/* Once the twin's open has ended (f->lock held): the twin in use when it
+ * names f's file. */
+static void sftp_twin_ready(struct ssh_file *f)
+{
+	struct sftp_twin_open *o = f->tw_open;
+	struct ssh_file *tw;
+
+	if (f->tw_state != TW_OPENING || !ssh_req_done(o->t.c, &o->q.r))
+		return;
+	f->tw_state = TW_OFF;
+	f->tw_open = NULL;
+	tw = sftp_end(o->t.c, &o->q, 0) == 0 ? calloc(1, sizeof(*tw)) : NULL;
+	if (!tw) {
+		sftp_twin_orphan(o->t.c, &o->q.r); /* a handle closed */
+		return;
+	}
+	tw->c = o->t.c;
+	tw->h = o->q.h;
+	tw->gen = o->t.gen;
+	free(o);
 	tw->r_at = -1;
 	tw->o_size = -1;
 	tw->bulk_of = f->c;
@@ -1703,7 +1749,7 @@ static bool sftp_twin_note(struct ssh_file *f, off_t off, size_t size)
 	if (f->tw_state == TW_NONE && f->tw_flags &&
 	    f->run_len >= SFTP_TWIN_AFTER)
 		sftp_twin_start(f);
-	sftp_twin_ready(f, false);
+	sftp_twin_ready(f);
 	return in_run;
 }
 
@@ -1747,12 +1793,6 @@ static int sftp_stripe_start(struct ssh_file *f, int i, off_t off, off_t end)
 	return rc;
 }
 
-static int sftp_cancel_now(void *ctx)
-{
-	(void)ctx;
-	return 1;
-}
-
 /* Stop using the twin (f->lock held): its open given up, its reads and
  * writes ended, its handle closed. The bytes it had not got acked (its
  * session lost, or a write refused) go by f's own handle: 0, or the
@@ -1762,14 +1802,21 @@ static int sftp_twin_end(struct ssh_file *f)
 	struct ssh_file *tw = f->tw;
 	int rc = 0;
 
-	/* An open not sent yet is dropped, and a session still being made
-	 * for it ends: a close does not wait for a connection. */
-	if (f->tw_state == TW_OPENING &&
-	    ssh_wait(f->tw_c, &f->tw_q.r, sftp_cancel_now, NULL) == 0)
-		sftp_close_handle(f->tw_c, f->tw_q.h, f->tw_gen);
+	/* An open under way is not waited for (its session may still be
+	 * being made, or its host stopped answering): one not sent yet
+	 * stops, one sent closes its handle when it comes. */
+	if (f->tw_state == TW_OPENING) {
+		struct sftp_twin_open *o = f->tw_open;
+
+		f->tw_open = NULL;
+		if (!ssh_orphan(o->t.c, &o->q.r, sftp_twin_orphan, true))
+			sftp_twin_orphan(o->t.c, &o->q.r);
+	}
 	for (int i = 0; i < SFTP_STRIPES; i++) {
 		(void)sftp_stripe_wait(&f->st[i]);
 		f->st[i].state = STRIPE_EMPTY;
+		free(f->st[i].buf);
+		f->st[i].buf = NULL;
 	}
 	f->tw = NULL;
 	f->tw_state = TW_OFF;
@@ -1785,32 +1832,34 @@ static int sftp_twin_end(struct ssh_file *f)
 /* Read at off from the stripes (f->lock held, the twin on, the read in
  * the run): the stripe at off read by its handle if it is not yet, the
  * next three asked meanwhile (the last once the reads out of order are
- * past the one it replaces). 0 bytes and -EAGAIN when off is behind the
- * stripes (the plain way then). */
+ * past the one it replaces). 0 with all size bytes in *got, or with
+ * fewer: -EAGAIN where the stripes cannot tell (behind them, or past a
+ * stripe that came short: the end of the file then, or the file grew
+ * since), the plain way to go on from there; or -errno. */
 static int sftp_read_striped(struct ssh_file *f, char *buf, size_t size,
-			     off_t off)
+			     off_t off, size_t *got)
 {
 	const off_t S = (off_t)SFTP_STRIPE;
-	size_t got = 0;
 	int rc;
 
-	while (got < size) {
-		off_t at = off + (off_t)got, k = at / S, end = (k + 1) * S;
+	*got = 0;
+	while (*got < size) {
+		off_t at = off + (off_t)*got, k = at / S, end = (k + 1) * S;
 		struct sftp_stripe *s = &f->st[k % SFTP_STRIPES];
 		size_t n;
 
 		if (s->state != STRIPE_EMPTY &&
 		    (s->end > end || (s->end == end && s->off > at)))
-			return got ? (int)got : -EAGAIN; /* behind them */
+			return -EAGAIN; /* behind them */
 		if (s->state == STRIPE_EMPTY || s->end != end) {
 			rc = sftp_stripe_start(f, (int)(k % SFTP_STRIPES), at,
 					       end);
 			if (rc)
-				return got ? (int)got : rc;
+				return rc;
 		}
 		rc = sftp_stripe_wait(s);
 		if (rc)
-			return got ? (int)got : rc;
+			return rc;
 		for (off_t j = 1;
 		     s->len == (size_t)(end - s->off) && j < SFTP_STRIPES;
 		     j++) {
@@ -1827,36 +1876,44 @@ static int sftp_read_striped(struct ssh_file *f, char *buf, size_t size,
 						(int)((k + j) % SFTP_STRIPES),
 						from, from + S);
 		}
-		if (at >= s->off + (off_t)s->len)
-			break; /* the end of the file */
+		if (at >= s->off + (off_t)s->len) {
+			/* short: asked again when read again */
+			s->state = STRIPE_EMPTY;
+			return -EAGAIN;
+		}
 		n = (size_t)(s->off + (off_t)s->len - at);
-		if (n > size - got)
-			n = size - got;
-		memcpy(buf + got, s->buf + (at - s->off), n);
-		got += n;
+		if (n > size - *got)
+			n = size - *got;
+		memcpy(buf + *got, s->buf + (at - s->off), n);
+		*got += n;
 	}
-	return (int)got;
+	return 0;
 }
 
 int ssh_sftp_read(struct ssh_file *f, char *buf, size_t size, off_t off)
 {
+	size_t got = 0;
 	int rc;
 
 	pthread_mutex_lock(&f->lock);
 	rc = sftp_wb_drain(f);
 	if (rc == 0 && sftp_twin_note(f, off, size) && f->tw) {
-		rc = sftp_read_striped(f, buf, size, off);
+		rc = sftp_read_striped(f, buf, size, off, &got);
 		/* the twin's session or handle failed: without it */
 		if (rc < 0 && rc != -EAGAIN)
 			(void)sftp_twin_end(f);
-		if (rc >= 0) {
-			pthread_mutex_unlock(&f->lock);
-			return rc;
-		}
 		rc = 0;
 	}
-	if (rc == 0)
-		rc = sftp_read_locked(f, buf, size, off);
+	/* The rest the plain way: a read that comes back short is the end
+	 * of the file to the kernel. */
+	if (rc == 0 && got < size) {
+		rc = sftp_read_locked(f, buf + got, size - got,
+				      off + (off_t)got);
+		if (rc >= 0)
+			rc += (int)got;
+	} else if (rc == 0) {
+		rc = (int)got;
+	}
 	pthread_mutex_unlock(&f->lock);
 	return rc;
 }

@@ -515,11 +515,78 @@ held_open() {
 	[ "$status" = 1 ]
 	kill -CONT "$STOPPED"
 	STOPPED=
-	[ "$(sessions)" = 1 ]
+	# the second session is made, and the open given up leaves no
+	# handle of the file behind
+	for _ in $(seq 600); do
+		[ "$(sessions)" = 2 ] && break
+		sleep 0.1
+	done
+	[ "$(sessions)" = 2 ]
+	for _ in $(seq 600); do
+		held_open "$ON_NODE/big" || break
+		sleep 0.1
+	done
+	run held_open "$ON_NODE/big"
+	[ "$status" = 1 ]
 	cmp "$TESTDIR/big" big
 	[ "$(on_node 'sha256sum <big')" = "$(sha256sum <"$TESTDIR/big")" ]
-	# the next big file gets its second session
+	# the next big file goes over it
 	cp "$TESTDIR/big" big2
 	cmp "$TESTDIR/big" big2
 	[ "$(sessions)" = 2 ]
+}
+
+@test "a big file read to its end over two sessions reads on as it grows on the node" {
+	head -c $((13 << 20)) /dev/urandom >"$TESTDIR/big"
+	cp "$TESTDIR/big" grow
+	python3 - "$TESTDIR/big" grow "$NODE" <<'PY'
+import os, sys
+local, remote, node = sys.argv[1:]
+data = open(local, "rb").read()
+def on_node(cmd):
+    with open(node + "/exec", "w") as f:
+        f.write(cmd + "\n")
+def read_on(fd):
+    got = b""
+    while True:
+        piece = os.read(fd, 1 << 20)
+        if not piece:
+            return got
+        got += piece
+fd = os.open(remote, os.O_RDONLY)
+assert read_on(fd) == data, "the first read came back different"
+for k in range(3):
+    more = os.urandom(300000 + k)
+    open(local, "ab").write(more)
+    # the test host is this machine: the node appends a file of ours
+    open(local + ".more", "wb").write(more)
+    on_node("cat '%s.more' >>grow" % local)
+    assert read_on(fd) == more, "round %d: the new bytes did not come" % k
+os.close(fd)
+PY
+	cmp "$TESTDIR/big" grow
+}
+
+# Kill the test host's sshd of the daemon's one session to it.
+kill_session() {
+	local port pids
+	port=$(session_ports)
+	[ "$(echo "$port" | wc -w)" = 1 ] || return 1
+	pids=$(ss -Htnp state established src "127.0.1.$FIRST:22" \
+		dst ":$port" | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u)
+	[ -n "$pids" ] || return 1
+	# shellcheck disable=SC2086
+	kill -9 $pids
+}
+
+@test "a listing the session drops in the middle of is asked again, whole" {
+	on_node 'mkdir many && cd many && seq 30000 | xargs touch'
+	for delay in 0.02 0.05 0.1 0.15 0.2 0.3; do
+		(sleep "$delay" && kill_session) &
+		run timeout 60 ls many
+		wait $!
+		echo "after $delay s: ls ended with $status, ${#lines[@]} lines" >&3
+		[ "$status" = 0 ]
+		[ "${#lines[@]}" = 30000 ]
+	done
 }
