@@ -430,18 +430,22 @@ session_ports() {
 		grep "pid=$CCLFS_PID," | awk '{print $3}' | sed 's/.*://'
 }
 
-# Kill the test host's sshd of the daemon's session other than the one
-# at port $MAIN_PORT (the second one, for big files): the connection
-# drops as when a network fails.
-kill_bulk_session() {
-	local port pids
-	port=$(session_ports | grep -vx "$MAIN_PORT")
-	[ "$(echo "$port" | wc -w)" = 1 ] || return 1
+# Kill the test host's sshd of the daemon's session at local port $1:
+# the connection drops as when a network fails.
+kill_session_at() {
+	local pids
+	[ "$(echo "$1" | wc -w)" = 1 ] || return 1
 	pids=$(ss -Htnp state established src "127.0.1.$FIRST:22" \
-		dst ":$port" | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u)
+		dst ":$1" | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u)
 	[ -n "$pids" ] || return 1
 	# shellcheck disable=SC2086
 	kill -9 $pids
+}
+
+# ... the session other than the one at port $MAIN_PORT (the second
+# one, for big files).
+kill_bulk_session() {
+	kill_session_at "$(session_ports | grep -vx "$MAIN_PORT")"
 }
 
 @test "the second session dropping: reads and writes go on, byte for byte" {
@@ -449,7 +453,7 @@ kill_bulk_session() {
 	MAIN_PORT=$(session_ports)
 	[ "$(echo "$MAIN_PORT" | wc -w)" = 1 ]
 	cp "$TESTDIR/big" big
-	export -f session_ports kill_bulk_session
+	export -f session_ports kill_session_at kill_bulk_session
 	export FIRST CCLFS_PID MAIN_PORT
 	python3 - "$TESTDIR/big" big w <<'PY'
 import os, subprocess, sys
@@ -567,22 +571,10 @@ PY
 	cmp "$TESTDIR/big" grow
 }
 
-# Kill the test host's sshd of the daemon's one session to it.
-kill_session() {
-	local port pids
-	port=$(session_ports)
-	[ "$(echo "$port" | wc -w)" = 1 ] || return 1
-	pids=$(ss -Htnp state established src "127.0.1.$FIRST:22" \
-		dst ":$port" | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u)
-	[ -n "$pids" ] || return 1
-	# shellcheck disable=SC2086
-	kill -9 $pids
-}
-
 @test "a listing the session drops in the middle of is asked again, whole" {
 	on_node 'mkdir many && cd many && seq 30000 | xargs touch'
 	for delay in 0.02 0.05 0.1 0.15 0.2 0.3; do
-		(sleep "$delay" && kill_session) &
+		(sleep "$delay" && kill_session_at "$(session_ports)") &
 		run timeout 60 ls many
 		wait $!
 		echo "after $delay s: ls ended with $status, ${#lines[@]} lines" >&3
