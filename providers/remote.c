@@ -6,6 +6,7 @@
 
 #include "providers/cancel.h"
 #include "providers/remote_attrs.h"
+#include "providers/ssh_sftp.h"
 #include "providers/sshkey.h"
 
 #include <errno.h>
@@ -712,6 +713,7 @@ int remote_run(struct remote *r, const struct provider_node *node,
 		/* What it changed shows from now on (mpiexec's command
 		 * changes other nodes' files too). */
 		remote_attrs_changed();
+		ssh_sftp_files_changed();
 		if (rc == -EINTR || rc == -ETIMEDOUT) {
 			/* Its channel is closed; what it started goes too. */
 			char e[SSH_ERR_MAX];

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +126,9 @@ struct sftp_req {
 	/* SFTP_READ of a stripe: the handle seeks after it, so libssh2's
 	 * read-ahead must not pass its end */
 	bool bounded;
+	/* SFTP_READ: seek even where the handle stands, which drops what
+	 * libssh2 read ahead (a command may have changed those bytes) */
+	bool reseek;
 };
 
 /* Write-behind: a write is answered once its bytes are in the handle's
@@ -138,6 +142,9 @@ struct sftp_req {
 static pthread_mutex_t sftp_wb_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sftp_wb_cv = PTHREAD_COND_INITIALIZER;
 static struct ssh_file *sftp_wb_files; /* with bytes not yet acked */
+
+/* Commands ended on the nodes so far (ssh_sftp_files_changed). */
+static _Atomic uint64_t sftp_commands;
 
 /* Reads that the kernel's parallel read-ahead sends out of order would
  * each seek, which drops libssh2's read-ahead: the bytes skipped over by
@@ -213,11 +220,16 @@ struct ssh_file {
 	bool o_have;
 	int64_t o_ns;
 	struct stat o_st;
+	/* The commands ended when what is kept of the file's bytes (s_buf,
+	 * the stripes, libssh2's read-ahead) was read; reseek: the next
+	 * read drops libssh2's. */
+	uint64_t x_seen;
+	bool reseek;
 	/* The size of a regular file as the open saw it, until the handle
-	 * writes or sets a size (-1: unknown): a read that ends there short
-	 * of what it asked is at the end of the file, with no request more
-	 * to learn it (libssh2 cannot tell a short reply from a partial
-	 * answer). */
+	 * writes or sets a size, or a command ends (-1: unknown): a read that
+	 * ends there short of what it asked is at the end of the file, with no
+	 * request more to learn it (libssh2 cannot tell a short reply from a
+	 * partial answer). */
 	off_t o_size;
 	/* The twin (see SFTP_TWIN_AFTER): the path it opens and its flags
 	 * (0: none for this file), its open in flight, the run of calls in
@@ -461,7 +473,8 @@ static int sftp_transfer(struct ssh_conn *c, struct sftp_req *q,
 
 	/* A seek drops libssh2's read-ahead: only when needed. */
 	if (q->sub == 0) {
-		if (libssh2_sftp_tell64(q->f->h) != (libssh2_uint64_t)q->off)
+		if (q->reseek ||
+		    libssh2_sftp_tell64(q->f->h) != (libssh2_uint64_t)q->off)
 			libssh2_sftp_seek64(q->f->h, (libssh2_uint64_t)q->off);
 		q->sub = 1;
 	}
@@ -1353,6 +1366,7 @@ int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 	if (!*out)
 		return -ENOMEM;
 	(*out)->gen = ssh_conn_generation(c);
+	(*out)->x_seen = atomic_load(&sftp_commands);
 	/* The attributes in the same flight, after the open: the kernel
 	 * asks those of a file it made next, and tar, cp -p and others
 	 * fstat a file they have read (the kernel's atime went stale). */
@@ -1431,7 +1445,8 @@ int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
  * keeps [off, off + what came); 0 or -errno. */
 static int sftp_read_keep(struct ssh_file *f, off_t off, size_t size)
 {
-	struct sftp_req k = {.op = SFTP_READ, .f = f, .off = off};
+	struct sftp_req k = {
+		.op = SFTP_READ, .f = f, .off = off, .reseek = f->reseek};
 	int rc;
 
 	if (size > f->s_cap) {
@@ -1446,6 +1461,7 @@ static int sftp_read_keep(struct ssh_file *f, off_t off, size_t size)
 	k.size = size;
 	f->s_len = 0;
 	f->r_at = -1;
+	f->reseek = false;
 	rc = sftp_run(f->c, &k);
 	if (rc)
 		return rc;
@@ -1501,6 +1517,8 @@ static int sftp_read_locked(struct ssh_file *f, char *buf, size_t size,
 		q.buf = buf + got;
 		q.size = size - got;
 		q.off = off;
+		q.reseek = f->reseek;
+		f->reseek = false;
 		f->r_at = -1;
 		rc = sftp_run(f->c, &q);
 		if (rc)
@@ -1782,7 +1800,9 @@ static int sftp_stripe_start(struct ssh_file *f, int i, off_t off, off_t end)
 				 .off = off,
 				 .buf = s->buf,
 				 .size = (size_t)(end - off),
-				 .bounded = true};
+				 .bounded = true,
+				 .reseek = h->reseek};
+	h->reseek = false;
 	s->off = off;
 	s->end = end;
 	s->len = 0;
@@ -1890,12 +1910,42 @@ static int sftp_read_striped(struct ssh_file *f, char *buf, size_t size,
 	return 0;
 }
 
+void ssh_sftp_files_changed(void)
+{
+	atomic_fetch_add(&sftp_commands, 1);
+}
+
+/* A command ended since f's kept bytes were read (f->lock held): they
+ * are read again, as the kernel's caches are, and the size the open saw
+ * says no more where the file ends. */
+static void sftp_read_fresh(struct ssh_file *f)
+{
+	uint64_t now = atomic_load(&sftp_commands);
+
+	if (f->x_seen == now)
+		return;
+	f->x_seen = now;
+	f->s_len = 0;
+	f->r_at = -1;
+	f->o_size = -1;
+	f->reseek = true;
+	for (int i = 0; i < SFTP_STRIPES; i++) {
+		(void)sftp_stripe_wait(&f->st[i]);
+		f->st[i].state = STRIPE_EMPTY;
+	}
+	if (f->tw) {
+		f->tw->o_size = -1;
+		f->tw->reseek = true;
+	}
+}
+
 int ssh_sftp_read(struct ssh_file *f, char *buf, size_t size, off_t off)
 {
 	size_t got = 0;
 	int rc;
 
 	pthread_mutex_lock(&f->lock);
+	sftp_read_fresh(f);
 	rc = sftp_wb_drain(f);
 	if (rc == 0 && sftp_twin_note(f, off, size) && f->tw) {
 		rc = sftp_read_striped(f, buf, size, off, &got);

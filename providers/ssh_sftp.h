@@ -30,6 +30,9 @@ int ssh_sftp_readdir(struct ssh_conn *c, const char *path,
 int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 		  struct ssh_file **out, struct stat *after);
 int ssh_sftp_read(struct ssh_file *f, char *buf, size_t size, off_t off);
+/* A command ended on a node (it may have changed any node's files, as
+ * mpiexec does): what open files read ahead is read again. */
+void ssh_sftp_files_changed(void);
 /* Answered once the bytes are buffered (write-behind): a write the node
  * refuses is the error of every later write, flush, fsync and close. */
 int ssh_sftp_write(struct ssh_file *f, const char *buf, size_t size, off_t off);

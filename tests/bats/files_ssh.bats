@@ -582,3 +582,41 @@ PY
 		[ "${#lines[@]}" = 30000 ]
 	done
 }
+
+# What the daemon read ahead for an open file (up to 1 MiB on one
+# session, 16 MiB over two) is read again after a command, as the
+# kernel's caches are.
+@test "bytes read ahead of a descriptor are read again after a command on the node" {
+	python3 - "$NODE" <<'PY'
+import os, sys
+node = sys.argv[1]
+size = 28 << 20
+def on_node(cmd):
+    with open(node + "/exec", "w") as f:
+        f.write(cmd + "\n")
+def rewrite(byte):
+    on_node("head -c %d /dev/zero | tr '\\0' %s | "
+            "dd of=f conv=notrunc status=none" % (size, byte))
+open("f", "wb").write(os.urandom(size))
+fd = os.open("f", os.O_RDONLY)
+assert len(os.read(fd, 200000)) == 200000
+rewrite("x")
+assert os.pread(fd, 300000, 500000) == b"x" * 300000, "1 MiB kept"
+# in sequence past 8 MiB: two sessions, stripes read ahead
+at = 200000
+while at < 14 << 20:
+    piece = os.read(fd, 1 << 20)
+    assert piece == b"x" * len(piece), at
+    at += len(piece)
+rewrite("y")
+rest = b""
+while True:
+    piece = os.read(fd, 1 << 20)
+    if not piece:
+        break
+    rest += piece
+assert rest == b"y" * (size - at), "the stripes kept"
+os.close(fd)
+PY
+	[ "$(sessions)" = 2 ]
+}
