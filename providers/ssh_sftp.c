@@ -1036,6 +1036,12 @@ static int sftp_step(struct ssh_conn *c, struct ssh_req *r)
 
 	if (!sftp)
 		return rc;
+	/* Given up by its waiter before it sent anything (a twin's open when
+	 * its file closes): nothing to undo. */
+	if (atomic_load(&r->cancel) && q->held == 0) {
+		snprintf(r->err, sizeof(r->err), "cancelled");
+		return -EINTR;
+	}
 	if (sftp_on_file(q->op)) {
 		if (!q->f || !q->f->h)
 			return -EBADF;
@@ -1051,12 +1057,6 @@ static int sftp_step(struct ssh_conn *c, struct ssh_req *r)
 	}
 	if (!sftp_state(c))
 		return -ENOMEM;
-	/* Given up by its waiter before it sent anything (a twin's open when
-	 * its file closes): nothing to undo. */
-	if (atomic_load(&r->cancel) && q->held == 0) {
-		snprintf(r->err, sizeof(r->err), "cancelled");
-		return -EINTR;
-	}
 	if (q->op == SFTP_LIST ? !sftp_take(c, q, SLOT_OPEN) ||
 					 !sftp_take(c, q, SLOT_READDIR)
 			       : !sftp_take(c, q, sftp_slot_of(q->op)))
