@@ -68,22 +68,13 @@ struct ssh_conn {
 	char hostkey[SSH_HOSTKEY_MAX]; /* "TYPE BASE64" once verified */
 	int64_t since_ns;
 	unsigned gen;
-	/* The next keepalive; when the server last sent a byte, or the
-	 * session was last idle (see SSH_KEEPALIVE_MISSED). */
-	int64_t keepalive_ns, heard_ns;
+	int64_t keepalive_ns;
 	struct ssh_tunnel *tunnels;
 	struct ssh_zombie *zombies;
 	/* A second session to the same host for big transfers (see
 	 * ssh_conn_bulk), made on first use (lock). */
 	struct ssh_conn *bulk;
 };
-
-/* Keepalives ask for an answer; a session that something waits on and
- * that has heard nothing for this many of their intervals is dropped, as
- * OpenSSH's ServerAliveCountMax does: a host that stopped answering (a
- * sshd stopped, a network that drops everything) fails the calls on it
- * instead of leaving them to TCP's quarter of an hour. */
-#define SSH_KEEPALIVE_MISSED 3
 
 static pthread_once_t ssh_once = PTHREAD_ONCE_INIT;
 static int ssh_init_rc;
@@ -816,19 +807,6 @@ static void ssh_prefer_algs(LIBSSH2_SESSION *s)
 		   sizeof(ciphers) / sizeof(ciphers[0]), true);
 }
 
-/* libssh2's reads of the socket (its own way: -errno), noting when the
- * server last sent anything. */
-static ssize_t ssh_recv(libssh2_socket_t fd, void *buf, size_t len, int flags,
-			void **abstract)
-{
-	struct ssh_conn *c = *abstract;
-	ssize_t n = recv(fd, buf, len, flags);
-
-	if (n > 0)
-		c->heard_ns = ssh_now_ns();
-	return n >= 0 ? n : -errno; /* EWOULDBLOCK is EAGAIN here */
-}
-
 /* Connect (blocking, bounded by connect_timeout_ms at each step). */
 static int ssh_connect(struct ssh_conn *c, char *err, size_t errlen)
 {
@@ -874,8 +852,6 @@ static int ssh_connect(struct ssh_conn *c, char *err, size_t errlen)
 	}
 	libssh2_session_set_blocking(c->s, 1);
 	libssh2_session_set_timeout(c->s, c->p.connect_timeout_ms);
-	libssh2_session_callback_set(c->s, LIBSSH2_CALLBACK_RECV,
-				     (void *)ssh_recv);
 	ssh_prefer_algs(c->s);
 	if (libssh2_session_handshake(c->s, fd)) {
 		char *msg = NULL;
@@ -894,9 +870,8 @@ static int ssh_connect(struct ssh_conn *c, char *err, size_t errlen)
 	libssh2_session_set_timeout(c->s, 0);
 	libssh2_session_set_blocking(c->s, 0);
 	if (c->p.keepalive_s > 0)
-		libssh2_keepalive_config(c->s, 1, (unsigned)c->p.keepalive_s);
+		libssh2_keepalive_config(c->s, 0, (unsigned)c->p.keepalive_s);
 	c->keepalive_ns = ssh_now_ns() + (int64_t)c->p.keepalive_s * 1000000000;
-	c->heard_ns = ssh_now_ns();
 	return 0;
 }
 
@@ -1538,20 +1513,6 @@ static void *ssh_thread(void *arg)
 			}
 		}
 		now = ssh_now_ns();
-		/* Nobody waits on an idle session: its silence is no news. */
-		if (!c->active && !c->tunnels && !c->zombies)
-			c->heard_ns = now;
-		if (c->s && c->p.keepalive_s > 0 &&
-		    now - c->heard_ns > (int64_t)SSH_KEEPALIVE_MISSED *
-						c->p.keepalive_s * 1000000000) {
-			char why[96];
-
-			snprintf(why, sizeof(why),
-				 "no answer to keepalives for %d s",
-				 SSH_KEEPALIVE_MISSED * c->p.keepalive_s);
-			ssh_lose(c, why);
-			continue;
-		}
 		if (c->s && c->p.keepalive_s > 0 && now >= c->keepalive_ns) {
 			int next = c->p.keepalive_s;
 
