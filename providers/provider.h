@@ -404,9 +404,6 @@ void provider_option(const char *options, const char *name, const char *def,
  * (manager=on-demand worker=spot), as the lifecycle checked it: whether each
  * role (0 the manager, 1 the workers) is on the spot market. */
 void provider_market(const char *v, bool spot[2]);
-/* A price in US dollars per hour written in cclfs.conf ("0.25", "$3"):
- * 0 with *out, -1 when it is not a number of at least 0. */
-int provider_price(const char *v, double *out);
 
 /* One instance type a provider offers beyond the compiled-in catalog
  * (this machine for local, the machines of cclfs.conf for hosts). */

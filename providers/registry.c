@@ -5,7 +5,6 @@
 
 #include "providers/cancel.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,20 +131,4 @@ void provider_market(const char *v, bool spot[2])
 		v += l;
 		v += strspn(v, " ,\t");
 	}
-}
-
-int provider_price(const char *v, double *out)
-{
-	char *end;
-	double d;
-
-	if (*v == '$')
-		v++;
-	if (!isdigit((unsigned char)*v) && *v != '.')
-		return -1;
-	d = strtod(v, &end);
-	if (*end || !(d >= 0) || d > 1e9)
-		return -1;
-	*out = d;
-	return 0;
 }

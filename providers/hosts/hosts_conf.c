@@ -1,8 +1,9 @@
 /* The [hosts] and [hosts.NAME] sections of cclfs.conf: the machines of the
- * hosts provider, their features for the catalog, and how to reach them. */
+ * hosts provider, their features for the catalog, and how to reach them,
+ * read through one table of keys for each. */
 #include "providers/hosts/hosts_conf.h"
 
-#include "providers/provider.h"
+#include "providers/conf_keys.h"
 #include "providers/provider_conf.h"
 #include "resolver/assumption.h"
 
@@ -15,30 +16,32 @@
 #define HOSTSCONF_COMMAND_TIMEOUT_S 86400
 #define HOSTSCONF_KEEPALIVE_S	    15
 
-/* A whole number of seconds (or a port) in [min, max]. */
-static int hostsconf_int(const char *v, long min, long max, long *out)
+/* An address as the manager and the workers name the host: a name or an
+ * IP address, nothing a hostfile or a command line would split. */
+static int hostsconf_address(const char *v, void *field, size_t size)
 {
-	char *end;
-	long n = strtol(v, &end, 10);
-
-	if (end == v || *end || n < min || n > max)
+	if (!*v || strlen(v) >= size || strpbrk(v, " \t'\"[]"))
 		return -1;
-	*out = n;
+	snprintf(field, size, "%s", v);
 	return 0;
 }
 
-/* A text value into a field of `len` bytes: -1 when it does not fit (a
- * user name or a file cut short would name another). */
-static int hostsconf_text(const char *v, char *out, size_t len)
+/* A type name as the catalog and the resolution's files show it. */
+static int hostsconf_type(const char *v, void *field, size_t size)
 {
-	if (strlen(v) >= len)
+	size_t len = strlen(v);
+
+	if (len == 0 || len >= size ||
+	    strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+		      "0123456789._-") != len)
 		return -1;
-	snprintf(out, len, "%s", v);
+	snprintf(field, size, "%s", v);
 	return 0;
 }
 
+/* A quantity written as in a contract (16, 64G), with no operator. */
 static int hostsconf_quantity(enum assumption_kind kind, const char *v,
-			      double *out)
+			      void *field)
 {
 	struct assumption a;
 	char why[256];
@@ -46,90 +49,87 @@ static int hostsconf_quantity(enum assumption_kind kind, const char *v,
 	if (assumption_parse(kind, v, strlen(v), &a, why, sizeof(why)) ||
 	    a.op != ASSUMPTION_JUST)
 		return -1;
-	*out = a.lo;
+	*(double *)field = a.lo;
 	return 0;
 }
 
-static int hostsconf_settings(const struct config *cfg, const char *key,
-			      const char *v, struct hosts_settings *s)
+static int hostsconf_count(const char *v, void *field, size_t size)
 {
-	long n;
-
-	if (strcmp(key, "user") == 0)
-		return hostsconf_text(v, s->user, sizeof(s->user));
-	else if (strcmp(key, "keyfile") == 0)
-		return hostsconf_text(v, s->keyfile, sizeof(s->keyfile));
-	else if (strcmp(key, "known_hosts") == 0)
-		return hostsconf_text(v, s->known_hosts,
-				      sizeof(s->known_hosts));
-	else if (strcmp(key, "accept_new_host_keys") == 0) {
-		if (strcmp(v, "yes") == 0 || strcmp(v, "true") == 0)
-			s->record_new = 1;
-		else if (strcmp(v, "no") == 0 || strcmp(v, "false") == 0)
-			s->record_new = 0;
-		else
-			return -1;
-	} else if (strcmp(key, "connect_timeout") == 0) {
-		if (hostsconf_int(v, 1, 3600, &n))
-			return -1;
-		s->connect_timeout_ms = (int)n * 1000;
-	} else if (strcmp(key, "command_timeout") == 0) {
-		if (hostsconf_int(v, 0, 2000000, &n))
-			return -1;
-		s->command_timeout_ms = (int)n * 1000;
-	} else if (strcmp(key, "keepalive") == 0) {
-		if (hostsconf_int(v, 0, 3600, &n))
-			return -1;
-		s->keepalive_s = (int)n;
-	} else {
-		return -2;
-	}
-	(void)cfg;
-	return 0;
+	(void)size;
+	return hostsconf_quantity(ASSUMPTION_COUNT, v, field);
 }
 
-static int hostsconf_host(const char *key, const char *v, struct hosts_host *h)
+static int hostsconf_bytes(const char *v, void *field, size_t size)
 {
-	long n;
+	(void)size;
+	return hostsconf_quantity(ASSUMPTION_BYTES, v, field);
+}
 
-	if (strcmp(key, "address") == 0) {
-		if (!*v || strlen(v) >= sizeof(h->address) ||
-		    strpbrk(v, " \t'\"[]"))
-			return -1;
-		snprintf(h->address, sizeof(h->address), "%s", v);
-	} else if (strcmp(key, "port") == 0) {
-		if (hostsconf_int(v, 1, 65535, &n))
-			return -1;
-		h->port = (int)n;
-	} else if (strcmp(key, "user") == 0) {
-		return hostsconf_text(v, h->user, sizeof(h->user));
-	} else if (strcmp(key, "keyfile") == 0) {
-		return hostsconf_text(v, h->keyfile, sizeof(h->keyfile));
-	} else if (strcmp(key, "type") == 0) {
-		size_t len = strlen(v);
+#define HOSTSCONF_SETTING(k, kind, f, lo, hi)                                  \
+	CONFKEYS_KEY(k, kind, struct hosts_settings, f, lo, hi)
+#define HOSTSCONF_HOST(k, kind, f)                                             \
+	CONFKEYS_KEY(k, kind, struct hosts_host, f, 0, 0)
+#define HOSTSCONF_PARSED(k, f, fn, what)                                       \
+	CONFKEYS_PARSE_KEY(k, struct hosts_host, f, fn, what)
 
-		if (len == 0 || len >= sizeof(h->type) ||
-		    strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuv"
-			      "wxyz0123456789._-") != len)
-			return -1;
-		snprintf(h->type, sizeof(h->type), "%s", v);
-	} else if (strcmp(key, "vcpus") == 0) {
-		return hostsconf_quantity(ASSUMPTION_COUNT, v, &h->vcpus);
-	} else if (strcmp(key, "memory") == 0) {
-		return hostsconf_quantity(ASSUMPTION_BYTES, v,
-					  &h->memory_bytes);
-	} else if (strcmp(key, "accelerator_count") == 0) {
-		return hostsconf_quantity(ASSUMPTION_COUNT, v,
-					  &h->accelerators);
-	} else if (strcmp(key, "accelerator") == 0) {
-		return hostsconf_text(v, h->accelerator,
-				      sizeof(h->accelerator));
-	} else if (strcmp(key, "price") == 0) {
-		return provider_price(v, &h->price);
-	} else {
-		return -2;
-	}
-	return 0;
+/* [hosts]: how every host is reached. */
+static const struct confkeys_key hostsconf_settings[] = {
+	HOSTSCONF_SETTING("user", CONFKEYS_TEXT, user, 0, 0),
+	HOSTSCONF_SETTING("keyfile", CONFKEYS_TEXT, keyfile, 0, 0),
+	HOSTSCONF_SETTING("known_hosts", CONFKEYS_TEXT, known_hosts, 0, 0),
+	HOSTSCONF_SETTING("accept_new_host_keys", CONFKEYS_BOOL, record_new, 0,
+			  0),
+	HOSTSCONF_SETTING("connect_timeout", CONFKEYS_MS, connect_timeout_ms,
+			  0.1, 3600),
+	HOSTSCONF_SETTING("command_timeout", CONFKEYS_MS, command_timeout_ms, 0,
+			  2000000),
+	HOSTSCONF_SETTING("keepalive", CONFKEYS_WHOLE_S, keepalive_s, 0, 3600),
+};
+#define HOSTSCONF_NSETTINGS                                                    \
+	(sizeof(hostsconf_settings) / sizeof(hostsconf_settings[0]))
+
+/* [hosts.NAME]: one machine. */
+static const struct confkeys_key hostsconf_host_keys[] = {
+	HOSTSCONF_PARSED("address", address, hostsconf_address,
+			 "a host name or an IP address, without blanks, quotes "
+			 "or brackets"),
+	CONFKEYS_KEY("port", CONFKEYS_INT, struct hosts_host, port, 1, 65535),
+	HOSTSCONF_HOST("user", CONFKEYS_TEXT, user),
+	HOSTSCONF_HOST("keyfile", CONFKEYS_TEXT, keyfile),
+	HOSTSCONF_PARSED("type", type, hostsconf_type,
+			 "a name of letters, digits, '.', '_' or '-'"),
+	HOSTSCONF_PARSED("vcpus", vcpus, hostsconf_count,
+			 "a number, such as 16"),
+	HOSTSCONF_PARSED("memory", memory_bytes, hostsconf_bytes,
+			 "a size, such as 64G"),
+	HOSTSCONF_PARSED("accelerator_count", accelerators, hostsconf_count,
+			 "a number, such as 4"),
+	HOSTSCONF_HOST("accelerator", CONFKEYS_TEXT, accelerator),
+	HOSTSCONF_HOST("price", CONFKEYS_PRICE, price),
+};
+#define HOSTSCONF_NHOST_KEYS                                                   \
+	(sizeof(hostsconf_host_keys) / sizeof(hostsconf_host_keys[0]))
+
+/* The host named `name` in v (count of them), added when new. */
+static struct hosts_host *hostsconf_host(struct hosts_host **v, size_t *count,
+					 const char *name)
+{
+	struct hosts_host *nv, *h;
+
+	for (size_t k = 0; k < *count; k++)
+		if (strcmp((*v)[k].name, name) == 0)
+			return &(*v)[k];
+	nv = realloc(*v, (*count + 1) * sizeof(*nv));
+	if (!nv)
+		return NULL;
+	*v = nv;
+	h = &nv[(*count)++];
+	memset(h, 0, sizeof(*h));
+	snprintf(h->name, sizeof(h->name), "%s", name);
+	snprintf(h->type, sizeof(h->type), "host");
+	h->port = 22;
+	h->vcpus = h->memory_bytes = h->accelerators = NAN;
+	return h;
 }
 
 int hostsconf_read(const struct config *cfg, const char *statedir,
@@ -149,56 +149,22 @@ int hostsconf_read(const struct config *cfg, const char *statedir,
 	*n = 0;
 	for (size_t i = 0; i < cfg->count; i++) {
 		const struct config_entry *e = &cfg->entries[i];
-		struct hosts_host *h = NULL;
-		int rc;
+		struct hosts_host *h;
+		int rc = 0;
 
 		if (strcmp(e->section, "hosts") == 0) {
-			rc = hostsconf_settings(cfg, e->key, e->value, s);
+			rc = confkeys_apply(hostsconf_settings,
+					    HOSTSCONF_NSETTINGS, cfg->path, e,
+					    s, err, errlen);
 		} else if (strncmp(e->section, "hosts.", 6) == 0) {
-			const char *name = e->section + 6;
-
-			for (size_t k = 0; k < count; k++)
-				if (strcmp(v[k].name, name) == 0)
-					h = &v[k];
-			if (!h) {
-				struct hosts_host *nv =
-					realloc(v, (count + 1) * sizeof(*nv));
-
-				if (!nv) {
-					free(v);
-					snprintf(err, errlen, "out of memory");
-					return -1;
-				}
-				v = nv;
-				h = &v[count++];
-				memset(h, 0, sizeof(*h));
-				snprintf(h->name, sizeof(h->name), "%s", name);
-				snprintf(h->type, sizeof(h->type), "host");
-				h->port = 22;
-				h->vcpus = h->memory_bytes = h->accelerators =
-					NAN;
-			}
-			rc = hostsconf_host(e->key, e->value, h);
-		} else {
-			continue;
-		}
-		if (rc == -2) {
-			snprintf(err, errlen, "%s: [%s] has no key \"%s\"; %s",
-				 cfg->path, e->section, e->key,
-				 h ? "a host takes address, port, user, "
-				     "keyfile, type, vcpus, memory, "
-				     "accelerator_count, accelerator and price"
-				   : "[hosts] takes user, keyfile, "
-				     "known_hosts, accept_new_host_keys, "
-				     "connect_timeout, command_timeout and "
-				     "keepalive");
-			free(v);
-			return -1;
+			h = hostsconf_host(&v, &count, e->section + 6);
+			if (!h)
+				snprintf(err, errlen, "out of memory");
+			rc = !h || confkeys_apply(hostsconf_host_keys,
+						  HOSTSCONF_NHOST_KEYS,
+						  cfg->path, e, h, err, errlen);
 		}
 		if (rc) {
-			snprintf(err, errlen,
-				 "%s: [%s] %s: \"%s\" is not valid", cfg->path,
-				 e->section, e->key, e->value);
 			free(v);
 			return -1;
 		}

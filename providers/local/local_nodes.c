@@ -1,6 +1,7 @@
 /* The local provider's nodes: each node is a private working directory under
  * the provider's base directory plus every process that carries its
  * CCLFS_INSTANCE; creating, signalling, describing and running on them. */
+#include "providers/conf_keys.h"
 #include "providers/local/local.h"
 #include "providers/provider.h"
 #include "providers/provider_conf.h"
@@ -1325,6 +1326,13 @@ static struct provider *local_open(const struct config *conf,
 	return local_provider_open(dir, err, errlen);
 }
 
+/* [local]: price, what a node costs an hour, for chargeback. */
+static const struct confkeys_key local_conf_keys[] = {
+	CONFKEYS_KEY("price", CONFKEYS_PRICE, struct provider_type, price, 0,
+		     0),
+};
+#define LOCAL_NCONF_KEYS (sizeof(local_conf_keys) / sizeof(local_conf_keys[0]))
+
 /* The one type, `local`: this machine as it is detected. */
 static int local_types(const struct config *conf, struct provider_type **out,
 		       size_t *n, char *err, size_t errlen)
@@ -1337,25 +1345,11 @@ static int local_types(const struct config *conf, struct provider_type **out,
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	/* [local] price: what a node costs an hour, for chargeback. */
 	for (size_t i = 0; conf && i < conf->count; i++) {
-		const struct config_entry *e = &conf->entries[i];
-
-		if (strcmp(e->section, "local") != 0)
-			continue;
-		if (strcmp(e->key, "price") != 0) {
-			snprintf(
-				err, errlen,
-				"%s: [local] has no key \"%s\"; it takes price",
-				conf->path, e->key);
-			free(t);
-			return -1;
-		}
-		if (provider_price(e->value, &t->price)) {
-			snprintf(err, errlen,
-				 "%s: [local] price: \"%s\" is not a price in "
-				 "US dollars per hour, such as 0.25",
-				 conf->path, e->value);
+		if (strcmp(conf->entries[i].section, "local") == 0 &&
+		    confkeys_apply(local_conf_keys, LOCAL_NCONF_KEYS,
+				   conf->path, &conf->entries[i], t, err,
+				   errlen)) {
 			free(t);
 			return -1;
 		}

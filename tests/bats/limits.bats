@@ -188,7 +188,7 @@ info_field() { # handle name
 	printf '[local]\nprice = "cheap"\n' >"$TESTDIR/cclfs.conf"
 	run "$CCLFS_BIN" "$MNT" -f -o statedir="$STATE" -o config="$TESTDIR/cclfs.conf"
 	[ "$status" -ne 0 ]
-	[[ "$output" == *'[local] price: "cheap" is not a price in US dollars per hour, such as 0.25'* ]]
+	[[ "$output" == *'[local] price: "cheap" is not valid; it takes a price in US dollars per hour, such as 0.25'* ]]
 	printf '[local]\ncost = "1"\n' >"$TESTDIR/cclfs.conf"
 	run "$CCLFS_BIN" "$MNT" -f -o statedir="$STATE" -o config="$TESTDIR/cclfs.conf"
 	[ "$status" -ne 0 ]

@@ -157,10 +157,12 @@ static void test_mistakes(void)
 
 	check_bad(no_address, "test.conf: [hosts.a] has no address");
 	check_bad(bad_port, "test.conf: [hosts.a] port: \"0\" is not valid");
-	check_bad(bad_key, "[hosts.a] has no key \"colour\"; a host takes");
+	check_bad(bad_key, "[hosts.a] has no key \"colour\"; it takes address, "
+			   "port, user,");
 	check_bad(bad_setting, "[hosts] keepalive: \"-1\" is not valid");
-	check_bad(unknown_setting, "[hosts] has no key \"port\"; [hosts] "
-				   "takes");
+	check_bad(unknown_setting,
+		  "[hosts] has no key \"port\"; it takes user, "
+		  "keyfile,");
 	check_bad(bad_memory, "[hosts.a] memory: \"atleast 4G\"");
 	check_bad(bad_address, "[hosts.a] address: \"a b\"");
 	check_bad(bad_type, "[hosts.a] type: \"x/y\"");
