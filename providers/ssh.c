@@ -210,6 +210,7 @@ static int ssh_tcp_connect(struct ssh_conn *c, char *err, size_t errlen)
 	struct addrinfo *res = NULL, *ai;
 	char port[16];
 	int rc, fd = -1, saved = ECONNREFUSED;
+	unsigned user_timeout_ms = (unsigned)c->p.keepalive_s * 3000U;
 
 	snprintf(port, sizeof(port), "%d", c->p.port);
 	rc = getaddrinfo(c->p.host, port, &hints, &res);
@@ -232,6 +233,15 @@ static int ssh_tcp_connect(struct ssh_conn *c, char *err, size_t errlen)
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+		/* A host gone from the network (powered off, cut off) acks
+		 * nothing, not even the keepalives: after three intervals of
+		 * that the kernel drops the connection, as OpenSSH's
+		 * ServerAliveCountMax does, instead of waiting for TCP's
+		 * retries (minutes). libssh2 1.10 cannot ask for the server's
+		 * answer instead: it never frees the answers. */
+		if (c->p.keepalive_s > 0)
+			setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT,
+				   &user_timeout_ms, sizeof(user_timeout_ms));
 		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
 			break;
 		if (errno != EINPROGRESS) {

@@ -469,6 +469,46 @@ os.write(fd, b'sleep 40\\n')" 2>"$TESTDIR/w.err" &
 	wait_state mw terminated
 }
 
+@test "a host that drops off the network fails what waits on it after three keepalives" {
+	cclfs_netns_setup 1
+	{
+		echo '[hosts]'
+		echo 'user = "root"'
+		echo "keyfile = \"$NETDIR/id_ed25519\""
+		echo "known_hosts = \"$NETDIR/known_hosts\""
+		echo 'keepalive = 1'
+		echo 'connect_timeout = 2'
+		echo '[hosts.m]'
+		echo "address = \"$TESTNET_MANAGER\""
+	} >"$TESTDIR/cclfs.conf"
+	cclfs_mount_in_netns "$TESTNET_CLIENT_NS" -o config="$TESTDIR/cclfs.conf"
+	cd "$MNT"
+	deploy c c 1
+	echo 'echo data >f; echo more >g' >clusters/c/nodes/0/exec
+	[ "$(cat clusters/c/nodes/0/files/f)" = data ]
+	# The host's answers are lost on the way (a route to nowhere): what
+	# cclfs sends is never acked, and no error comes back either.
+	ip -n "$TESTNET_MANAGER_NS" route add blackhole "$TESTNET_CLIENT/32"
+	# A name never looked up is asked of the host. The session is given
+	# up after three keepalives unacked (3 s here, then a connect of 2 s
+	# that fails); left to TCP's retries it waited 63 s here, up to 15
+	# minutes elsewhere.
+	run timeout 30 cat clusters/c/nodes/0/files/g
+	echo "status $status: $output"
+	[ "$status" -ne 124 ]
+	[ "$status" -ne 0 ]
+	run timeout 30 sh -c 'echo hostname >clusters/c/nodes/0/exec'
+	[ "$status" -ne 124 ]
+	[ "$status" -ne 0 ]
+	# Back on the network, the next use connects again.
+	ip -n "$TESTNET_MANAGER_NS" route del blackhole "$TESTNET_CLIENT/32"
+	echo 'cat g' >clusters/c/nodes/0/exec
+	[ "$(cat clusters/c/nodes/0/stdout)" = more ]
+	[ "$(cat clusters/c/nodes/0/files/g)" = more ]
+	echo terminated >clusters/c/state
+	wait_state c terminated
+}
+
 @test "a host that accepts but never speaks SSH fails the deploy within connect_timeout" {
 	cclfs_setup --no-mount
 	# A listener that accepts connections and says nothing.
