@@ -208,6 +208,7 @@ struct ssh_file {
 	size_t w_head, w_len, w_cap;
 	off_t w_off;
 	uint64_t w_in, w_acked;
+	uint64_t w_mark; /* w_in when a settle began: what it waits for */
 	int w_err;
 	struct sftp_req w_req;
 	/* Bytes [s_off, s_off + s_len) skipped by a read ahead of its turn;
@@ -1176,17 +1177,29 @@ static int sftp_wb_drain(struct ssh_file *f)
 	return trc ? trc : rc;
 }
 
-/* Wait until every byte buffered by the twins of c's files, and with own
- * by c's files too, is acked (a writer keeps going until its bytes are). */
+/* Whether a settle on c (with own: c's files too) waits for f's writes. */
+static bool sftp_wb_settles(const struct ssh_file *f, const struct ssh_conn *c,
+			    bool own)
+{
+	return f->bulk_of == c || (own && f->c == c);
+}
+
+/* Wait until every byte buffered so far by the twins of c's files, and
+ * with own by c's files too, is acked (a writer keeps going until its
+ * bytes are). Only the bytes buffered before the call: a copy that goes on
+ * writing does not keep a rename or a listing waiting until it pauses. */
 static void sftp_wb_settle(const struct ssh_conn *c, bool own)
 {
-	pthread_mutex_lock(&sftp_wb_mu);
-	for (;;) {
-		const struct ssh_file *f = sftp_wb_files;
+	struct ssh_file *f;
 
-		while (f &&
-		       ((f->bulk_of != c && (!own || f->c != c)) ||
-			!f->w_busy || f->w_acked >= f->w_in || sftp_wb_dead(f)))
+	pthread_mutex_lock(&sftp_wb_mu);
+	for (f = sftp_wb_files; f; f = f->w_next)
+		if (sftp_wb_settles(f, c, own) && f->w_mark < f->w_in)
+			f->w_mark = f->w_in;
+	for (;;) {
+		f = sftp_wb_files;
+		while (f && (!sftp_wb_settles(f, c, own) || !f->w_busy ||
+			     f->w_acked >= f->w_mark || sftp_wb_dead(f)))
 			f = f->w_next;
 		if (!f)
 			break;
