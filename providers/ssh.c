@@ -69,6 +69,13 @@ struct ssh_conn {
 	int64_t since_ns;
 	unsigned gen;
 	int64_t keepalive_ns;
+	/* The watch for a host that stopped answering (ssh_silent): when
+	 * bytes last came, since when a request waits, when the next probe
+	 * may go, and the probe (its request only names its turn to open a
+	 * channel). */
+	int64_t rx_ns, busy_ns, probe_ns;
+	bool probing;
+	struct ssh_req probe;
 	struct ssh_tunnel *tunnels;
 	struct ssh_zombie *zombies;
 	/* A second session to the same host for big transfers (see
@@ -817,6 +824,20 @@ static void ssh_prefer_algs(LIBSSH2_SESSION *s)
 		   sizeof(ciphers) / sizeof(ciphers[0]), true);
 }
 
+/* libssh2's reads of the session's socket, as its own but for noting
+ * when bytes last came from the host (ssh_silent). */
+static LIBSSH2_RECV_FUNC(ssh_recv)
+{
+	struct ssh_conn *c = *abstract;
+	ssize_t n = recv(socket, buffer, length, flags);
+
+	if (n < 0)
+		return -errno; /* libssh2 takes -EAGAIN for "again" */
+	if (n > 0)
+		c->rx_ns = ssh_now_ns();
+	return n;
+}
+
 /* Connect (blocking, bounded by connect_timeout_ms at each step). */
 static int ssh_connect(struct ssh_conn *c, char *err, size_t errlen)
 {
@@ -860,6 +881,8 @@ static int ssh_connect(struct ssh_conn *c, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	libssh2_session_callback_set(c->s, LIBSSH2_CALLBACK_RECV,
+				     (void *)ssh_recv);
 	libssh2_session_set_blocking(c->s, 1);
 	libssh2_session_set_timeout(c->s, c->p.connect_timeout_ms);
 	ssh_prefer_algs(c->s);
@@ -888,6 +911,8 @@ static int ssh_connect(struct ssh_conn *c, char *err, size_t errlen)
 /* Drop the session (no I/O can succeed: the socket is shut first). */
 static void ssh_drop(struct ssh_conn *c)
 {
+	c->probing = false;
+	c->busy_ns = 0;
 	if (c->sock >= 0)
 		shutdown(c->sock, SHUT_RDWR);
 	ssh_tunnels_reap(c, true);
@@ -1452,6 +1477,75 @@ static void ssh_zombies_reap(struct ssh_conn *c, bool *moved)
 	}
 }
 
+/* The probe of ssh_silent: a channel opened and at once closed (as a
+ * stopped command's), which only the host's sshd can answer; a refusal
+ * (too many channels) is an answer too. */
+static void ssh_probe_step(struct ssh_conn *c, bool *moved)
+{
+	LIBSSH2_CHANNEL *ch;
+	struct ssh_zombie *z;
+	int lerr;
+
+	if (!c->probing || !ssh_conn_open_begin(c, &c->probe))
+		return;
+	ch = libssh2_channel_open_session(c->s);
+	lerr = ch ? 0 : libssh2_session_last_errno(c->s);
+	if (lerr == LIBSSH2_ERROR_EAGAIN)
+		return;
+	ssh_conn_open_end(c, &c->probe);
+	c->probing = false;
+	*moved = true;
+	if (!ch) {
+		if (ssh_fatal(lerr))
+			c->broken = true;
+		return;
+	}
+	z = calloc(1, sizeof(*z));
+	if (!z) { /* freed with the session at worst */
+		libssh2_channel_free(ch);
+		return;
+	}
+	z->ch = ch;
+	z->next = c->zombies;
+	c->zombies = z;
+}
+
+/* Whether the host stopped answering: a request has waited (leaving out
+ * the quiet ones) for three keepalive intervals without a byte from the
+ * host, as OpenSSH's ServerAliveCountMax counts; after one interval a
+ * probe asks for an answer. A host whose kernel still acks but whose sshd
+ * is hung or stopped is seen so (a host gone from the network, by
+ * TCP_USER_TIMEOUT). libssh2 1.10 cannot ask keepalives for an answer: it
+ * would keep every answer for the life of the session. */
+static bool ssh_silent(struct ssh_conn *c, int64_t now, int64_t *wait_ns)
+{
+	int64_t iv = (int64_t)c->p.keepalive_s * 1000000000, since, next;
+	const struct ssh_req *r = c->active;
+	bool moved = false;
+
+	while (r && r->quiet)
+		r = r->next;
+	if (iv <= 0 || !r) {
+		c->busy_ns = 0;
+		return false;
+	}
+	if (!c->busy_ns)
+		c->busy_ns = now;
+	since = c->rx_ns > c->busy_ns ? c->rx_ns : c->busy_ns;
+	if (now - since >= 3 * iv)
+		return true;
+	if (now - since >= iv && !c->probing && now >= c->probe_ns) {
+		c->probing = true;
+		c->probe_ns = now + iv;
+		ssh_probe_step(c, &moved); /* sent now, answered by the poll */
+	}
+	/* Woken in time for the next probe and for the end. */
+	next = since + (now - since >= iv ? 3 * iv : iv) - now;
+	if (next < *wait_ns)
+		*wait_ns = next;
+	return false;
+}
+
 /* Run every request and tunnel once; true when anything moved. */
 static bool ssh_round(struct ssh_conn *c)
 {
@@ -1476,6 +1570,8 @@ static bool ssh_round(struct ssh_conn *c)
 		}
 		r = next;
 	}
+	if (!c->broken)
+		ssh_probe_step(c, &moved);
 	ssh_zombies_reap(c, &moved);
 	for (struct ssh_tunnel *t = c->tunnels; t && !c->broken; t = t->next)
 		ssh_tunnel_pump(t, &moved);
@@ -1523,6 +1619,13 @@ static void *ssh_thread(void *arg)
 			}
 		}
 		now = ssh_now_ns();
+		if (c->s && ssh_silent(c, now, &wait_ns)) {
+			snprintf(err, sizeof(err),
+				 "the host answered nothing for %d s",
+				 3 * c->p.keepalive_s);
+			ssh_lose(c, err);
+			continue;
+		}
 		if (c->s && c->p.keepalive_s > 0 && now >= c->keepalive_ns) {
 			int next = c->p.keepalive_s;
 

@@ -22,6 +22,9 @@ struct ssh_req {
 	int state;
 	bool retry_ok; /* nothing reached the node yet: may run again */
 	bool progress;
+	/* Waits for nothing from the host (an idle writer): the watch for a
+	 * host that stopped answering leaves it out. */
+	bool quiet;
 	atomic_int cancel;   /* set by the waiter: stop, -EINTR */
 	int64_t deadline_ns; /* 0: none */
 	int rc;

@@ -572,6 +572,7 @@ static int sftp_write_behind(struct ssh_conn *c, struct sftp_req *q,
 	if (q->r.progress || rc != -EAGAIN)
 		pthread_cond_broadcast(&sftp_wb_cv);
 	idle = f->w_len == 0;
+	q->r.quiet = rc == -EAGAIN && idle;
 	pthread_mutex_unlock(&sftp_wb_mu);
 	/* Idle, it lets other files' writes have libssh2's one write. */
 	if (rc == -EAGAIN && idle)

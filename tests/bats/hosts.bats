@@ -44,6 +44,10 @@ teardown() {
 	if [ -n "${AGENT:-}" ]; then
 		kill "$AGENT" 2>/dev/null || true
 	fi
+	if [ -n "${STOPPED:-}" ]; then
+		# shellcheck disable=SC2086
+		kill -CONT $STOPPED 2>/dev/null || true
+	fi
 	if [ -n "${HOSTS:-}" ]; then
 		testhosts_stop "$HOSTS" || true
 	fi
@@ -505,6 +509,51 @@ os.write(fd, b'sleep 40\\n')" 2>"$TESTDIR/w.err" &
 	echo 'cat g' >clusters/c/nodes/0/exec
 	[ "$(cat clusters/c/nodes/0/stdout)" = more ]
 	[ "$(cat clusters/c/nodes/0/files/g)" = more ]
+	echo terminated >clusters/c/state
+	wait_state c terminated
+}
+
+# The sshd processes serving the session of cclfs to host 0.
+session_sshd() {
+	ss -Htnp state established src "127.0.1.$FIRST:22" |
+		grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u
+}
+
+@test "a host whose sshd stops answering loses its session after three keepalives, and the next one serves" {
+	hosts_setup 1 'keepalive = 1'
+	cd "$MNT"
+	deploy c c 1
+	echo 'echo more >g' >clusters/c/nodes/0/exec
+	# A command silent for longer than three keepalives is not taken for
+	# a silent host: the probes are answered.
+	echo 'sleep 5; echo done' >clusters/c/nodes/0/exec
+	[ "$(cat clusters/c/nodes/0/stdout)" = done ]
+	STOPPED=$(session_sshd)
+	[ "$(echo "$STOPPED" | wc -w)" -ge 1 ]
+	# The host's kernel still acks; its sshd for this session is stopped.
+	# shellcheck disable=SC2086
+	kill -STOP $STOPPED
+	# A name never looked up is asked of the host: the lookup waits for
+	# the stopped session until three keepalives went unanswered, then
+	# runs again on a new session (sshd's listener still answers).
+	# Without the watch it would wait as long as the session is stopped.
+	run timeout 30 cat clusters/c/nodes/0/files/g
+	echo "status $status: $output"
+	[ "$status" -eq 0 ]
+	[ "$output" = more ]
+	# ... served by another sshd: the stopped one's session was given up.
+	now=$(session_sshd)
+	[ -n "$now" ]
+	for pid in $now; do
+		if echo "$STOPPED" | grep -qx "$pid"; then
+			return 1
+		fi
+	done
+	# shellcheck disable=SC2086
+	kill -CONT $STOPPED
+	STOPPED=
+	echo 'echo ok' >clusters/c/nodes/0/exec
+	[ "$(cat clusters/c/nodes/0/stdout)" = ok ]
 	echo terminated >clusters/c/state
 	wait_state c terminated
 }
