@@ -887,14 +887,6 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 		      off_t off, struct fuse_file_info *fi,
 		      enum fuse_readdir_flags flags)
 {
-	static const struct {
-		const char *name;
-		enum fspath_kind kind;
-	} root[] = {{"README", FSPATH_README},
-		    {"costs", FSPATH_COSTS},
-		    {"contracts", FSPATH_CONTRACTS},
-		    {"clusters", FSPATH_CLUSTERS},
-		    {"catalog", FSPATH_CATALOG}};
 	struct fs_lister l = {buf, fill, off, 0, false, path, false};
 	const struct fsdir *d =
 		fi ? (const struct fsdir *)(uintptr_t)fi->fh : NULL;
@@ -922,10 +914,10 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 		return 0;
 	switch (p.kind) {
 	case FSPATH_ROOT:
-		for (size_t i = 0; i < sizeof(root) / sizeof(root[0]); i++) {
+		for (size_t i = 0; i < fspath_nroot; i++) {
 			memset(&q, 0, sizeof(q));
-			q.kind = root[i].kind;
-			if (fs_list_entry(&l, &q, root[i].name))
+			q.kind = fspath_root[i].kind;
+			if (fs_list_entry(&l, &q, fspath_root[i].name))
 				break;
 		}
 		break;

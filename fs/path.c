@@ -129,6 +129,13 @@ static int fspath_catalog(char **part, int n, struct fspath *out)
 	return 0;
 }
 
+const struct fspath_root_entry fspath_root[] = {
+	{"README", FSPATH_README},	 {"costs", FSPATH_COSTS},
+	{"contracts", FSPATH_CONTRACTS}, {"clusters", FSPATH_CLUSTERS},
+	{"catalog", FSPATH_CATALOG},
+};
+const size_t fspath_nroot = sizeof(fspath_root) / sizeof(fspath_root[0]);
+
 int fspath_parse(const char *path, struct fspath *out)
 {
 	char buf[512];
@@ -146,19 +153,13 @@ int fspath_parse(const char *path, struct fspath *out)
 		return 0;
 	}
 	if (n == 1) {
-		if (strcmp(part[0], "README") == 0)
-			out->kind = FSPATH_README;
-		else if (strcmp(part[0], "costs") == 0)
-			out->kind = FSPATH_COSTS;
-		else if (strcmp(part[0], "contracts") == 0)
-			out->kind = FSPATH_CONTRACTS;
-		else if (strcmp(part[0], "clusters") == 0)
-			out->kind = FSPATH_CLUSTERS;
-		else if (strcmp(part[0], "catalog") == 0)
-			out->kind = FSPATH_CATALOG;
-		else
-			return -ENOENT;
-		return 0;
+		for (size_t i = 0; i < fspath_nroot; i++) {
+			if (strcmp(part[0], fspath_root[i].name) == 0) {
+				out->kind = fspath_root[i].kind;
+				return 0;
+			}
+		}
+		return -ENOENT;
 	}
 	if (strcmp(part[0], "clusters") == 0)
 		return fspath_cluster(part, n, out);

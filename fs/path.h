@@ -55,6 +55,14 @@ struct fspath {
 	const char *rel;
 };
 
+/* The entries of the mount's root, in the order a listing shows them. */
+struct fspath_root_entry {
+	const char *name;
+	enum fspath_kind kind;
+};
+extern const struct fspath_root_entry fspath_root[];
+extern const size_t fspath_nroot;
+
 /* Parse an absolute path of the mount. Returns 0, or -ENOENT when no
  * entry of the tree can have this path. */
 int fspath_parse(const char *path, struct fspath *out);

@@ -7,6 +7,7 @@
 
 #include <ini.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,24 @@ struct aws_profile {
 	char session_token[4096];
 	char region[64];
 	char endpoint[512];
+};
+
+/* The keys of a profile cclfs reads (others, such as output, are left to
+ * the AWS CLI), and the fields they fill. */
+#define AWS_PROFILE_KEY(k, f)                                                  \
+	{                                                                      \
+		k, offsetof(struct aws_profile, f),                            \
+			sizeof(((struct aws_profile *)0)->f)                   \
+	}
+static const struct {
+	const char *name;
+	size_t offset, size;
+} aws_profile_keys[] = {
+	AWS_PROFILE_KEY("aws_access_key_id", access_key),
+	AWS_PROFILE_KEY("aws_secret_access_key", secret_key),
+	AWS_PROFILE_KEY("aws_session_token", session_token),
+	AWS_PROFILE_KEY("region", region),
+	AWS_PROFILE_KEY("endpoint_url", endpoint),
 };
 
 static const char *aws_env(const char *name)
@@ -47,16 +66,11 @@ static int aws_profile_line(void *user, const char *section, const char *name,
 	p->found = true;
 	if (!name)
 		return 1;
-	if (strcmp(name, "aws_access_key_id") == 0)
-		aws_copy(p->access_key, sizeof(p->access_key), value);
-	else if (strcmp(name, "aws_secret_access_key") == 0)
-		aws_copy(p->secret_key, sizeof(p->secret_key), value);
-	else if (strcmp(name, "aws_session_token") == 0)
-		aws_copy(p->session_token, sizeof(p->session_token), value);
-	else if (strcmp(name, "region") == 0)
-		aws_copy(p->region, sizeof(p->region), value);
-	else if (strcmp(name, "endpoint_url") == 0)
-		aws_copy(p->endpoint, sizeof(p->endpoint), value);
+	for (size_t i = 0;
+	     i < sizeof(aws_profile_keys) / sizeof(aws_profile_keys[0]); i++)
+		if (strcmp(name, aws_profile_keys[i].name) == 0)
+			aws_copy((char *)p + aws_profile_keys[i].offset,
+				 aws_profile_keys[i].size, value);
 	return 1;
 }
 
