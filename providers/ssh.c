@@ -71,9 +71,9 @@ struct ssh_conn {
 	int64_t keepalive_ns;
 	/* The watch for a host that stopped answering (ssh_silent): when
 	 * bytes last came, since when a request waits, when the next probe
-	 * may go, and the probe (its request only names its turn to open a
-	 * channel). */
-	int64_t rx_ns, busy_ns, probe_ns;
+	 * may go, when the one under way was sent (0: not yet), and the
+	 * probe (its request only names its turn to open a channel). */
+	int64_t rx_ns, busy_ns, probe_ns, probe_sent_ns;
 	bool probing;
 	struct ssh_req probe;
 	struct ssh_tunnel *tunnels;
@@ -240,15 +240,6 @@ static int ssh_tcp_connect(struct ssh_conn *c, char *err, size_t errlen)
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-		/* A host gone from the network (powered off, cut off) acks
-		 * nothing, not even the keepalives: after three intervals of
-		 * that the kernel drops the connection, as OpenSSH's
-		 * ServerAliveCountMax does, instead of waiting for TCP's
-		 * retries (minutes). libssh2 1.10 cannot ask for the server's
-		 * answer instead: it never frees the answers. */
-		if (c->p.keepalive_s > 0)
-			setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT,
-				   &user_timeout_ms, sizeof(user_timeout_ms));
 		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
 			break;
 		if (errno != EINPROGRESS) {
@@ -279,6 +270,14 @@ static int ssh_tcp_connect(struct ssh_conn *c, char *err, size_t errlen)
 			 c->p.host, c->p.port, strerror(saved));
 		return -saved;
 	}
+	/* A host gone from the network (powered off, cut off) acks nothing,
+	 * not even the keepalives: after three intervals of that the kernel
+	 * drops the connection, as OpenSSH's ServerAliveCountMax does,
+	 * instead of waiting for TCP's retries (minutes). Set once
+	 * connected: the connect has its own timeout. */
+	if (c->p.keepalive_s > 0)
+		setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms,
+			   sizeof(user_timeout_ms));
 	return fd;
 }
 
@@ -912,6 +911,8 @@ static int ssh_connect(struct ssh_conn *c, char *err, size_t errlen)
 static void ssh_drop(struct ssh_conn *c)
 {
 	c->probing = false;
+	c->probe_sent_ns = 0;
+	c->probe.err[0] = '\0';
 	c->busy_ns = 0;
 	if (c->sock >= 0)
 		shutdown(c->sock, SHUT_RDWR);
@@ -1479,25 +1480,39 @@ static void ssh_zombies_reap(struct ssh_conn *c, bool *moved)
 
 /* The probe of ssh_silent: a channel opened and at once closed (as a
  * stopped command's), which only the host's sshd can answer; a refusal
- * (too many channels) is an answer too. */
+ * (too many channels) is an answer too. Not begun while another open
+ * holds the turn (sshd may rightly take long to answer a tunnel's), nor
+ * while a packet is half sent (libssh2 1.10 would take the probe's for
+ * sent with it). */
 static void ssh_probe_step(struct ssh_conn *c, bool *moved)
 {
 	LIBSSH2_CHANNEL *ch;
 	struct ssh_zombie *z;
 	int lerr;
 
-	if (!c->probing || !ssh_conn_open_begin(c, &c->probe))
+	if (!c->probing)
 		return;
+	if (!c->probe_sent_ns && ((c->opener && c->opener != &c->probe) ||
+				  (libssh2_session_block_directions(c->s) &
+				   LIBSSH2_SESSION_BLOCK_OUTBOUND)))
+		return;
+	ssh_conn_open_begin(c, &c->probe);
+	if (!c->probe_sent_ns)
+		c->probe_sent_ns = ssh_now_ns();
 	ch = libssh2_channel_open_session(c->s);
 	lerr = ch ? 0 : libssh2_session_last_errno(c->s);
 	if (lerr == LIBSSH2_ERROR_EAGAIN)
 		return;
 	ssh_conn_open_end(c, &c->probe);
 	c->probing = false;
+	c->probe_sent_ns = 0;
 	*moved = true;
 	if (!ch) {
-		if (ssh_fatal(lerr))
+		if (ssh_fatal(lerr)) {
+			snprintf(c->probe.err, sizeof(c->probe.err),
+				 "opening a channel failed (%d)", lerr);
 			c->broken = true;
+		}
 		return;
 	}
 	z = calloc(1, sizeof(*z));
@@ -1510,18 +1525,20 @@ static void ssh_probe_step(struct ssh_conn *c, bool *moved)
 	c->zombies = z;
 }
 
-/* Whether the host stopped answering: a request has waited (leaving out
- * the quiet ones) for three keepalive intervals without a byte from the
- * host, as OpenSSH's ServerAliveCountMax counts; after one interval a
- * probe asks for an answer. A host whose kernel still acks but whose sshd
- * is hung or stopped is seen so (a host gone from the network, by
- * TCP_USER_TIMEOUT). libssh2 1.10 cannot ask keepalives for an answer: it
- * would keep every answer for the life of the session. */
+/* Whether the host stopped answering: while a request waits (leaving
+ * out the quiet ones), a keepalive interval without a byte from the host
+ * starts a probe, and two more without a byte since the probe went end
+ * the session, as OpenSSH's ServerAliveCountMax counts (three without a
+ * byte when the probe could not go). A host whose kernel still acks but
+ * whose sshd is hung or stopped is seen so (one gone from the network, by
+ * TCP_USER_TIMEOUT). While a tunnel's open holds the turn to open, only a
+ * probe sent decides. libssh2 1.10 cannot ask keepalives for an answer: it
+ * would keep every answer for the life of the session. The probe is sent
+ * by ssh_round (wait 0: at once). */
 static bool ssh_silent(struct ssh_conn *c, int64_t now, int64_t *wait_ns)
 {
 	int64_t iv = (int64_t)c->p.keepalive_s * 1000000000, since, next;
 	const struct ssh_req *r = c->active;
-	bool moved = false;
 
 	while (r && r->quiet)
 		r = r->next;
@@ -1531,16 +1548,28 @@ static bool ssh_silent(struct ssh_conn *c, int64_t now, int64_t *wait_ns)
 	}
 	if (!c->busy_ns)
 		c->busy_ns = now;
-	since = c->rx_ns > c->busy_ns ? c->rx_ns : c->busy_ns;
-	if (now - since >= 3 * iv)
-		return true;
-	if (now - since >= iv && !c->probing && now >= c->probe_ns) {
-		c->probing = true;
-		c->probe_ns = now + iv;
-		ssh_probe_step(c, &moved); /* sent now, answered by the poll */
+	if (c->probe_sent_ns && c->rx_ns < c->probe_sent_ns) {
+		if (now - c->probe_sent_ns >= 2 * iv)
+			return true;
+		next = c->probe_sent_ns + 2 * iv - now;
+	} else {
+		since = c->rx_ns > c->busy_ns ? c->rx_ns : c->busy_ns;
+		/* No probe could go: sshd answers a session channel's open
+		 * and the SFTP start at once, not a tunnel's (it connects
+		 * first, for minutes if the target is gone). */
+		if (now - since >= 3 * iv &&
+		    !(c->opener && c->opener->step == ssh_tunnel_step))
+			return true;
+		if (now - since >= iv && !c->probing && now >= c->probe_ns) {
+			c->probing = true;
+			c->probe_ns = now + iv;
+			next = 0;
+		} else {
+			next = since + iv - now;
+			if (c->probing || next <= 0)
+				next = iv; /* the probe waits for its turn */
+		}
 	}
-	/* Woken in time for the next probe and for the end. */
-	next = since + (now - since >= iv ? 3 * iv : iv) - now;
 	if (next < *wait_ns)
 		*wait_ns = next;
 	return false;
@@ -1613,8 +1642,12 @@ static void *ssh_thread(void *arg)
 				if (c->broken)
 					break;
 			if (c->broken) {
-				ssh_lose(c, c->active ? c->active->err
-						      : "connection reset");
+				snprintf(err, sizeof(err), "%s",
+					 c->probe.err[0] ? c->probe.err
+					 : c->active && c->active->err[0]
+						 ? c->active->err
+						 : "connection reset");
+				ssh_lose(c, err);
 				continue;
 			}
 		}

@@ -523,7 +523,10 @@ session_sshd() {
 	hosts_setup 1 'keepalive = 1'
 	cd "$MNT"
 	deploy c c 1
-	echo 'echo more >g' >clusters/c/nodes/0/exec
+	echo 'echo data >f; echo more >g' >clusters/c/nodes/0/exec
+	# files/ in use: the session's SFTP channel is open, so the probe
+	# can go while the lookup below waits.
+	[ "$(cat clusters/c/nodes/0/files/f)" = data ]
 	# A command silent for longer than three keepalives is not taken for
 	# a silent host: the probes are answered.
 	echo 'sleep 5; echo done' >clusters/c/nodes/0/exec
