@@ -142,6 +142,7 @@ struct sftp_req {
 static pthread_mutex_t sftp_wb_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sftp_wb_cv = PTHREAD_COND_INITIALIZER;
 static struct ssh_file *sftp_wb_files; /* with bytes not yet acked */
+static uint64_t sftp_wb_ids;	       /* the last w_id given */
 
 /* Commands ended on the nodes so far (ssh_sftp_files_changed). */
 static _Atomic uint64_t sftp_commands;
@@ -208,7 +209,7 @@ struct ssh_file {
 	size_t w_head, w_len, w_cap;
 	off_t w_off;
 	uint64_t w_in, w_acked;
-	uint64_t w_mark; /* w_in when a settle began: what it waits for */
+	uint64_t w_id; /* given when listed: a settle's file is this one */
 	int w_err;
 	struct sftp_req w_req;
 	/* Bytes [s_off, s_off + s_len) skipped by a read ahead of its turn;
@@ -1185,24 +1186,58 @@ static bool sftp_wb_settles(const struct ssh_file *f, const struct ssh_conn *c,
 	return f->bulk_of == c || (own && f->c == c);
 }
 
+/* What one settle waits for: file f, while it is listed under the same
+ * id, to have w_in bytes acked (its w_in when the settle began). */
+struct sftp_wb_target {
+	const struct ssh_file *f;
+	uint64_t id, in;
+};
+
+#define SFTP_WB_TARGETS 64
+
+/* Whether t is still to be waited for (sftp_wb_mu held). */
+static bool sftp_wb_unsettled(const struct sftp_wb_target *t)
+{
+	const struct ssh_file *f = sftp_wb_files;
+
+	while (f && (f != t->f || f->w_id != t->id))
+		f = f->w_next;
+	return f && f->w_busy && f->w_acked < t->in && !sftp_wb_dead(f);
+}
+
 /* Wait until every byte buffered so far by the twins of c's files, and
  * with own by c's files too, is acked (a writer keeps going until its
  * bytes are). Only the bytes buffered before the call: a copy that goes on
- * writing does not keep a rename or a listing waiting until it pauses. */
+ * writing does not keep a rename or a listing waiting until it pauses.
+ * Past SFTP_WB_TARGETS files, until the files have nothing unacked. */
 static void sftp_wb_settle(const struct ssh_conn *c, bool own)
 {
-	struct ssh_file *f;
+	struct sftp_wb_target t[SFTP_WB_TARGETS];
+	const struct ssh_file *f;
+	size_t n = 0, i;
+	bool many = false;
 
 	pthread_mutex_lock(&sftp_wb_mu);
-	for (f = sftp_wb_files; f; f = f->w_next)
-		if (sftp_wb_settles(f, c, own) && f->w_mark < f->w_in)
-			f->w_mark = f->w_in;
+	for (f = sftp_wb_files; f; f = f->w_next) {
+		if (!sftp_wb_settles(f, c, own) || f->w_acked >= f->w_in)
+			continue;
+		if (n == SFTP_WB_TARGETS) {
+			many = true;
+			break;
+		}
+		t[n++] = (struct sftp_wb_target){f, f->w_id, f->w_in};
+	}
 	for (;;) {
-		f = sftp_wb_files;
-		while (f && (!sftp_wb_settles(f, c, own) || !f->w_busy ||
-			     f->w_acked >= f->w_mark || sftp_wb_dead(f)))
-			f = f->w_next;
-		if (!f)
+		for (i = 0; i < n && !sftp_wb_unsettled(&t[i]); i++)
+			;
+		f = NULL;
+		if (i == n && many)
+			for (f = sftp_wb_files;
+			     f && (!sftp_wb_settles(f, c, own) || !f->w_busy ||
+				   f->w_acked >= f->w_in || sftp_wb_dead(f));
+			     f = f->w_next)
+				;
+		if (i == n && !f)
 			break;
 		sftp_wb_wait();
 	}
@@ -1582,6 +1617,7 @@ static int sftp_wb_put(struct ssh_file *f, const char *buf, size_t size,
 		f->w_next = sftp_wb_files;
 		sftp_wb_files = f;
 		f->w_listed = true;
+		f->w_id = ++sftp_wb_ids;
 	}
 	if (!f->w_busy) {
 		/* Made new before w_busy is set, under the lock settle holds:
