@@ -1496,7 +1496,8 @@ static void ssh_probe_step(struct ssh_conn *c, bool *moved)
 				  (libssh2_session_block_directions(c->s) &
 				   LIBSSH2_SESSION_BLOCK_OUTBOUND)))
 		return;
-	ssh_conn_open_begin(c, &c->probe);
+	if (!ssh_conn_open_begin(c, &c->probe))
+		return;
 	if (!c->probe_sent_ns)
 		c->probe_sent_ns = ssh_now_ns();
 	ch = libssh2_channel_open_session(c->s);
@@ -1525,16 +1526,20 @@ static void ssh_probe_step(struct ssh_conn *c, bool *moved)
 	c->zombies = z;
 }
 
+/* How long sshd may take to answer a tunnel's open: it connects to the
+ * worker first, and Linux gives up a connect after about 127 s. */
+#define SSH_TUNNEL_OPEN_NS (150LL * 1000000000)
+
 /* Whether the host stopped answering: while a request waits (leaving
  * out the quiet ones), a keepalive interval without a byte from the host
  * starts a probe, and two more without a byte since the probe went end
  * the session, as OpenSSH's ServerAliveCountMax counts (three without a
  * byte when the probe could not go). A host whose kernel still acks but
  * whose sshd is hung or stopped is seen so (one gone from the network, by
- * TCP_USER_TIMEOUT). While a tunnel's open holds the turn to open, only a
- * probe sent decides. libssh2 1.10 cannot ask keepalives for an answer: it
- * would keep every answer for the life of the session. The probe is sent
- * by ssh_round (wait 0: at once). */
+ * TCP_USER_TIMEOUT). While a tunnel's open holds the turn to open, the
+ * silence allowed is longer by SSH_TUNNEL_OPEN_NS. libssh2 1.10 cannot ask
+ * keepalives for an answer: it would keep every answer for the life of the
+ * session. The probe is sent by ssh_round (wait 0: at once). */
 static bool ssh_silent(struct ssh_conn *c, int64_t now, int64_t *wait_ns)
 {
 	int64_t iv = (int64_t)c->p.keepalive_s * 1000000000, since, next;
@@ -1553,21 +1558,26 @@ static bool ssh_silent(struct ssh_conn *c, int64_t now, int64_t *wait_ns)
 			return true;
 		next = c->probe_sent_ns + 2 * iv - now;
 	} else {
-		since = c->rx_ns > c->busy_ns ? c->rx_ns : c->busy_ns;
 		/* No probe could go: sshd answers a session channel's open
-		 * and the SFTP start at once, not a tunnel's (it connects
-		 * first, for minutes if the target is gone). */
-		if (now - since >= 3 * iv &&
-		    !(c->opener && c->opener->step == ssh_tunnel_step))
+		 * and the SFTP start at once, but a tunnel's only once it
+		 * connected to the worker (for about two minutes of SYNs if
+		 * the worker is gone), so that is allowed for too. */
+		int64_t limit = 3 * iv;
+
+		if (c->opener && c->opener->step == ssh_tunnel_step)
+			limit += SSH_TUNNEL_OPEN_NS;
+		since = c->rx_ns > c->busy_ns ? c->rx_ns : c->busy_ns;
+		if (now - since >= limit)
 			return true;
 		if (now - since >= iv && !c->probing && now >= c->probe_ns) {
 			c->probing = true;
 			c->probe_ns = now + iv;
 			next = 0;
+		} else if (c->probing) { /* the probe waits for its turn */
+			next = since + limit - now < iv ? since + limit - now
+							: iv;
 		} else {
-			next = since + iv - now;
-			if (c->probing || next <= 0)
-				next = iv; /* the probe waits for its turn */
+			next = since + iv - now > 0 ? since + iv - now : iv;
 		}
 	}
 	if (next < *wait_ns)
