@@ -480,7 +480,7 @@ os.write(fd, b'sleep 40\\n')" 2>"$TESTDIR/w.err" &
 		echo 'user = "root"'
 		echo "keyfile = \"$NETDIR/id_ed25519\""
 		echo "known_hosts = \"$NETDIR/known_hosts\""
-		echo 'keepalive = 1'
+		echo 'keepalive = 2'
 		echo 'connect_timeout = 2'
 		echo '[hosts.m]'
 		echo "address = \"$TESTNET_MANAGER\""
@@ -494,7 +494,7 @@ os.write(fd, b'sleep 40\\n')" 2>"$TESTDIR/w.err" &
 	# cclfs sends is never acked, and no error comes back either.
 	ip -n "$TESTNET_MANAGER_NS" route add blackhole "$TESTNET_CLIENT/32"
 	# A name never looked up is asked of the host. The session is given
-	# up after three keepalives unacked (3 s here, then a connect of 2 s
+	# up after three keepalives unacked (6 s here, then a connect of 2 s
 	# that fails); left to TCP's retries it waited 63 s here, up to 15
 	# minutes elsewhere.
 	run timeout 30 cat clusters/c/nodes/0/files/g
@@ -520,7 +520,8 @@ session_sshd() {
 }
 
 @test "a host whose sshd stops answering loses its session after three keepalives, and the next one serves" {
-	hosts_setup 1 'keepalive = 1'
+	# 2 s: a probe has 4 s to be answered even on a loaded machine.
+	hosts_setup 1 'keepalive = 2'
 	cd "$MNT"
 	deploy c c 1
 	echo 'echo data >f; echo more >g' >clusters/c/nodes/0/exec
@@ -529,7 +530,7 @@ session_sshd() {
 	[ "$(cat clusters/c/nodes/0/files/f)" = data ]
 	# A command silent for longer than three keepalives is not taken for
 	# a silent host: the probes are answered.
-	echo 'sleep 5; echo done' >clusters/c/nodes/0/exec
+	echo 'sleep 8; echo done' >clusters/c/nodes/0/exec
 	[ "$(cat clusters/c/nodes/0/stdout)" = done ]
 	STOPPED=$(session_sshd)
 	[ "$(echo "$STOPPED" | wc -w)" -ge 1 ]
@@ -537,7 +538,7 @@ session_sshd() {
 	# shellcheck disable=SC2086
 	kill -STOP $STOPPED
 	# A name never looked up is asked of the host: the lookup waits for
-	# the stopped session until three keepalives went unanswered, then
+	# the stopped session until three keepalives went unanswered (6 s), then
 	# runs again on a new session (sshd's listener still answers).
 	# Without the watch it would wait as long as the session is stopped.
 	run timeout 30 cat clusters/c/nodes/0/files/g
