@@ -4,7 +4,6 @@
 #include "providers/conf_keys.h"
 
 #include <ctype.h>
-
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

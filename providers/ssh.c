@@ -1663,9 +1663,12 @@ static void *ssh_thread(void *arg)
 		}
 		now = ssh_now_ns();
 		if (c->s && ssh_silent(c, now, &wait_ns)) {
+			int64_t since =
+				c->rx_ns > c->busy_ns ? c->rx_ns : c->busy_ns;
+
 			snprintf(err, sizeof(err),
-				 "the host answered nothing for %d s",
-				 3 * c->p.keepalive_s);
+				 "the host answered nothing for %lld s",
+				 (long long)((now - since) / 1000000000));
 			ssh_lose(c, err);
 			continue;
 		}
