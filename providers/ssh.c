@@ -83,6 +83,19 @@ struct ssh_conn {
 	struct ssh_conn *bulk;
 };
 
+/* Hand a channel nobody wants any more to the background close (freed
+ * with the session if out of memory). */
+static void ssh_zombie_add(struct ssh_conn *c, LIBSSH2_CHANNEL *ch)
+{
+	struct ssh_zombie *z = calloc(1, sizeof(*z));
+
+	if (!z)
+		return;
+	z->ch = ch;
+	z->next = c->zombies;
+	c->zombies = z;
+}
+
 static pthread_once_t ssh_once = PTHREAD_ONCE_INIT;
 static int ssh_init_rc;
 /* cclfs's own known-hosts file is rewritten whole: one writer at a time. */
@@ -281,11 +294,17 @@ static int ssh_tcp_connect(struct ssh_conn *c, char *err, size_t errlen)
 	return fd;
 }
 
+/* A tunnel's open, through the session of the node in front (`via`). On
+ * the heap: a connect that gives up leaves it to that session's thread
+ * (ssh_tunnel_orphan), as libssh2 1.10 cannot abandon an open under way. */
 struct ssh_tunnel_req {
 	struct ssh_req r;
-	const char *host;
+	char host[256];
 	int port;
 	int fd; /* out: the other end */
+	/* When the open began (holding the turn); 0 while waiting for it. */
+	_Atomic int64_t begun_ns;
+	int64_t submitted_ns;
 };
 
 static int ssh_tunnel_step(struct ssh_conn *c, struct ssh_req *r)
@@ -295,8 +314,25 @@ static int ssh_tunnel_step(struct ssh_conn *c, struct ssh_req *r)
 	LIBSSH2_CHANNEL *ch;
 	int sv[2];
 
+	if (atomic_load(&r->cancel) && (!c->opener || c->opener != r)) {
+		snprintf(r->err, sizeof(r->err), "interrupted");
+		return -EINTR; /* nothing sent yet */
+	}
+	/* Behind an open given up on (its worker's SYNs unanswered, most
+	 * likely this one's), waiting for the turn could take minutes. */
+	if (c->opener && c->opener != r && c->opener->step == ssh_tunnel_step &&
+	    atomic_load(&c->opener->cancel) && ssh_now_ns() >= r->deadline_ns) {
+		snprintf(r->err, sizeof(r->err),
+			 "%s did not reach %s port %d within %d ms: an earlier "
+			 "tunnel's open is still unanswered",
+			 c->name, t->host, t->port,
+			 (int)((r->deadline_ns - t->submitted_ns) / 1000000));
+		return -ETIMEDOUT;
+	}
 	if (!ssh_conn_open_begin(c, r))
 		return -EAGAIN;
+	if (!atomic_load(&t->begun_ns))
+		atomic_store(&t->begun_ns, ssh_now_ns());
 	ch = libssh2_channel_direct_tcpip_ex(c->s, t->host, t->port,
 					     "127.0.0.1", 22);
 	if (!ch) {
@@ -314,12 +350,17 @@ static int ssh_tunnel_step(struct ssh_conn *c, struct ssh_req *r)
 	}
 	ssh_conn_open_end(c, r);
 	r->progress = true;
+	if (atomic_load(&r->cancel)) { /* nobody waits for it any more */
+		ssh_zombie_add(c, ch);
+		snprintf(r->err, sizeof(r->err), "interrupted");
+		return -EINTR;
+	}
 	tn = calloc(1, sizeof(*tn));
 	if (!tn ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
 		       sv)) {
 		free(tn);
-		libssh2_channel_free(ch);
+		ssh_zombie_add(c, ch);
 		snprintf(r->err, sizeof(r->err), "out of resources");
 		return -ENOMEM;
 	}
@@ -334,6 +375,70 @@ static int ssh_tunnel_step(struct ssh_conn *c, struct ssh_req *r)
 static void ssh_tunnel_lost(struct ssh_req *r)
 {
 	(void)r;
+}
+
+/* A tunnel's open that ended after its connect gave up: its channel, if
+ * it came just then, closes as its end of the socket pair does. */
+static void ssh_tunnel_orphan(struct ssh_conn *c, struct ssh_req *r)
+{
+	struct ssh_tunnel_req *t = (struct ssh_tunnel_req *)r;
+
+	(void)c;
+	if (r->rc == 0 && t->fd >= 0)
+		close(t->fd);
+	free(t);
+}
+
+/* Wait for a tunnel's open. sshd answers it once it reached the worker,
+ * which Linux gives up after about 127 s of SYNs: the connect gives up
+ * connect_timeout_ms after the open began (or at once when c closes),
+ * leaving the open to finish on via's thread. The time spent waiting for
+ * the turn to open is not counted, the open ahead may be a worker's that
+ * is merely slow, unless that open was given up (ssh_tunnel_step). 0 with
+ * t's fd, or -errno; t is freed either way. */
+static int ssh_tunnel_wait(struct ssh_conn *c, struct ssh_tunnel_req *t,
+			   char *err, size_t errlen, int *fd)
+{
+	struct ssh_conn *via = c->via;
+	int64_t limit = (int64_t)c->p.connect_timeout_ms * 1000000;
+	int rc;
+
+	for (;;) {
+		int64_t begun = atomic_load(&t->begun_ns);
+		bool stop, done, late;
+
+		pthread_mutex_lock(&c->lock);
+		stop = c->stop;
+		pthread_mutex_unlock(&c->lock);
+		late = begun && ssh_now_ns() - begun >= limit;
+		pthread_mutex_lock(&via->lock);
+		if (!t->r.done && !stop && !late)
+			ssh_cond_wait_briefly(&via->cv, &via->lock);
+		done = t->r.done;
+		pthread_mutex_unlock(&via->lock);
+		if (done)
+			break;
+		if ((stop || late) &&
+		    ssh_orphan(via, &t->r, ssh_tunnel_orphan, true)) {
+			if (stop) {
+				snprintf(err, errlen,
+					 "the connection is closing");
+				return -ESHUTDOWN;
+			}
+			snprintf(err, errlen,
+				 "%s did not reach %s port %d within %d ms",
+				 via->name, c->p.host, c->p.port,
+				 c->p.connect_timeout_ms);
+			return -ETIMEDOUT;
+		}
+	}
+	rc = t->r.rc;
+	if (rc)
+		snprintf(err, errlen, "%s", t->r.err);
+	else
+		*fd = t->fd;
+	free(t);
+	return rc == -ECONNRESET ? -EHOSTUNREACH : rc;
 }
 
 /* Move what can move between a tunnel's channel and its socket. */
@@ -844,22 +949,31 @@ static int ssh_connect(struct ssh_conn *c, char *err, size_t errlen)
 
 	c->tried = true;
 	if (c->via) {
-		struct ssh_tunnel_req t = {
-			.host = c->p.host, .port = c->p.port, .fd = -1};
+		struct ssh_tunnel_req *t = calloc(1, sizeof(*t));
 
-		t.r.step = ssh_tunnel_step;
-		t.r.lost = ssh_tunnel_lost;
-		t.r.retry_ok = true;
-		t.r.deadline_ns = ssh_now_ns() +
-				  (int64_t)c->p.connect_timeout_ms * 1000000;
-		rc = ssh_submit(c->via, &t.r);
-		if (rc == 0)
-			rc = ssh_wait(c->via, &t.r, NULL, NULL);
-		if (rc) {
-			snprintf(err, errlen, "%s", t.r.err);
-			return rc == -ECONNRESET ? -EHOSTUNREACH : rc;
+		if (!t) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
 		}
-		fd = t.fd;
+		snprintf(t->host, sizeof(t->host), "%s", c->p.host);
+		t->port = c->p.port;
+		t->fd = -1;
+		t->r.step = ssh_tunnel_step;
+		t->r.lost = ssh_tunnel_lost;
+		t->r.retry_ok = true;
+		t->submitted_ns = ssh_now_ns();
+		t->r.deadline_ns = t->submitted_ns +
+				   (int64_t)c->p.connect_timeout_ms * 1000000;
+		rc = ssh_submit(c->via, &t->r);
+		if (rc) {
+			snprintf(err, errlen, "%s", t->r.err);
+			free(t);
+			return rc;
+		}
+		fd = -1;
+		rc = ssh_tunnel_wait(c, t, err, errlen, &fd);
+		if (rc)
+			return rc;
 	} else {
 		fd = ssh_tcp_connect(c, err, errlen);
 		if (fd < 0)
@@ -1487,7 +1601,6 @@ static void ssh_zombies_reap(struct ssh_conn *c, bool *moved)
 static void ssh_probe_step(struct ssh_conn *c, bool *moved)
 {
 	LIBSSH2_CHANNEL *ch;
-	struct ssh_zombie *z;
 	int lerr;
 
 	if (!c->probing)
@@ -1516,14 +1629,7 @@ static void ssh_probe_step(struct ssh_conn *c, bool *moved)
 		}
 		return;
 	}
-	z = calloc(1, sizeof(*z));
-	if (!z) { /* freed with the session at worst */
-		libssh2_channel_free(ch);
-		return;
-	}
-	z->ch = ch;
-	z->next = c->zombies;
-	c->zombies = z;
+	ssh_zombie_add(c, ch);
 }
 
 /* How long sshd may take to answer a tunnel's open: it connects to the

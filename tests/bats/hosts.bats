@@ -427,32 +427,46 @@ os.write(fd, b'sleep 40\\n')" 2>"$TESTDIR/w.err" &
 	[ "$status" -ne 0 ]
 }
 
-@test "ManagerWorkers: workers are reached only through the manager" {
-	cclfs_netns_setup 3
+# cclfs.conf for the test network: the manager as host m and N workers
+# w1..wN (N 0: m an ordinary host), more [hosts] lines after N.
+netns_conf() {
+	local n=$1 k
+	shift
 	{
 		echo '[hosts]'
 		echo 'user = "root"'
 		echo "keyfile = \"$NETDIR/id_ed25519\""
 		echo "known_hosts = \"$NETDIR/known_hosts\""
+		printf '%s\n' "$@"
 		echo '[hosts.m]'
 		echo "address = \"$TESTNET_MANAGER\""
-		echo 'type = "manager"'
-		for k in 1 2 3; do
+		[ "$n" -eq 0 ] || echo 'type = "manager"'
+		for ((k = 1; k <= n; k++)); do
 			echo "[hosts.w$k]"
 			echo "address = \"${TESTNET_WORKERS[$((k - 1))]}\""
 			echo 'type = "worker"'
 		done
 	} >"$TESTDIR/cclfs.conf"
-	# The daemon lives in the client namespace; its mount is visible here.
-	cclfs_mount_in_netns "$TESTNET_CLIENT_NS" -o config="$TESTDIR/cclfs.conf"
-	cd "$MNT"
+}
+
+# deploy_mw N: cluster mw of the manager and N workers, running.
+deploy_mw() {
 	mkdir contracts/mw
 	echo ManagerWorkers >contracts/mw/cluster_type
-	echo 3 >contracts/mw/node_count
+	echo "$1" >contracts/mw/node_count
 	echo manager >contracts/mw/manager/node_machinetype
 	echo worker >contracts/mw/worker/node_machinetype
 	echo mw >contracts/mw/deploy
 	wait_state mw running
+}
+
+@test "ManagerWorkers: workers are reached only through the manager" {
+	cclfs_netns_setup 3
+	netns_conf 3
+	# The daemon lives in the client namespace; its mount is visible here.
+	cclfs_mount_in_netns "$TESTNET_CLIENT_NS" -o config="$TESTDIR/cclfs.conf"
+	cd "$MNT"
+	deploy_mw 3
 	[ "$(ls clusters/mw/nodes | tr '\n' ' ')" = "0 1 2 manager " ]
 	echo hostname >clusters/mw/nodes/manager/exec
 	[ "$(cat clusters/mw/nodes/manager/stdout)" = manager ]
@@ -473,18 +487,52 @@ os.write(fd, b'sleep 40\\n')" 2>"$TESTDIR/w.err" &
 	wait_state mw terminated
 }
 
+@test "ManagerWorkers: a worker the manager cannot reach fails within connect_timeout, and serves once back" {
+	cclfs_netns_setup 1
+	netns_conf 1 'keepalive = 2' 'connect_timeout = 2'
+	cclfs_mount_in_netns "$TESTNET_CLIENT_NS" -o config="$TESTDIR/cclfs.conf"
+	cd "$MNT"
+	deploy_mw 1
+	echo hostname >clusters/mw/nodes/0/exec
+	[ "$(cat clusters/mw/nodes/0/stdout)" = worker1 ]
+	# The worker's answers to the manager are lost (a route to nowhere):
+	# its session through the manager goes silent and is given up, and
+	# the manager's sshd, asked for a new tunnel, sends SYNs that are
+	# never answered, for about two minutes before Linux gives up.
+	ip -n "${TESTNET_WORKER_NS[0]}" route add blackhole "$TESTNET_MANAGER_INNER/32"
+	run timeout 40 sh -c 'echo hostname >clusters/mw/nodes/0/exec'
+	echo "first: status $status: $output"
+	[ "$status" -ne 124 ]
+	# Now the worker's session must go through a new tunnel: the connect
+	# gives up 2 s after the manager was asked for it.
+	run timeout 30 sh -c 'echo hostname >clusters/mw/nodes/0/exec'
+	echo "second: status $status: $output"
+	[ "$status" -ne 124 ]
+	[ "$status" -ne 0 ]
+	run cat clusters/mw/nodes/0/status
+	echo "$output"
+	echo "$output" | grep -q "did not reach ${TESTNET_WORKERS[0]} port 22 within 2000 ms"
+	# Back on the network, the open given up on ends at the manager's next
+	# SYN (they go 1, 3, 7, 15, 31 and 63 s after the first), and the
+	# worker serves again through the manager.
+	ip -n "${TESTNET_WORKER_NS[0]}" route del blackhole "$TESTNET_MANAGER_INNER/32"
+	for ((i = 0; i < 60; i++)); do
+		if timeout 30 sh -c 'echo hostname >clusters/mw/nodes/0/exec' 2>/dev/null; then
+			break
+		fi
+		sleep 2
+	done
+	echo "served again after $i tries"
+	[ "$(cat clusters/mw/nodes/0/stdout)" = worker1 ]
+	echo hostname >clusters/mw/nodes/manager/exec
+	[ "$(cat clusters/mw/nodes/manager/stdout)" = manager ]
+	echo terminated >clusters/mw/state
+	wait_state mw terminated
+}
+
 @test "a host that drops off the network fails what waits on it after three keepalives" {
 	cclfs_netns_setup 1
-	{
-		echo '[hosts]'
-		echo 'user = "root"'
-		echo "keyfile = \"$NETDIR/id_ed25519\""
-		echo "known_hosts = \"$NETDIR/known_hosts\""
-		echo 'keepalive = 2'
-		echo 'connect_timeout = 2'
-		echo '[hosts.m]'
-		echo "address = \"$TESTNET_MANAGER\""
-	} >"$TESTDIR/cclfs.conf"
+	netns_conf 0 'keepalive = 2' 'connect_timeout = 2'
 	cclfs_mount_in_netns "$TESTNET_CLIENT_NS" -o config="$TESTDIR/cclfs.conf"
 	cd "$MNT"
 	deploy c c 1
