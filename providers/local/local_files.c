@@ -71,13 +71,18 @@ struct local_as {
 	mode_t umask;
 	int ngroups;
 	gid_t groups[64];
-	gid_t callers[64];
+	gid_t callers[256];
 };
 
 /* Whether this thread has its own umask (and cwd): set once per thread. */
 static _Thread_local int local_files_own_fs;
 
-static void local_files_enter(struct local_as *as)
+/* Act for the caller: 0, or -EACCES when that cannot be done (never act
+ * as the daemon instead). A caller whose groups cannot be read (more than
+ * fit in callers[], or asking from a PID namespace the daemon does not
+ * see) gets its own user and group alone: less than it may have, never
+ * more. */
+static int local_files_enter(struct local_as *as)
 {
 	const struct provider_caller *who = provider_caller_now;
 	int n;
@@ -93,7 +98,7 @@ static void local_files_enter(struct local_as *as)
 	}
 	if (!who || who->uid == (uid_t)-1 || geteuid() != 0 ||
 	    (who->uid == geteuid() && who->gid == getegid()))
-		return;
+		return 0;
 	as->ngroups = getgroups(
 		(int)(sizeof(as->groups) / sizeof(as->groups[0])), as->groups);
 	n = who->groups
@@ -101,12 +106,13 @@ static void local_files_enter(struct local_as *as)
 						     sizeof(as->callers[0])))
 		    : -1;
 	/* The raw call: glibc's setgroups would change every thread. */
-	if (as->ngroups < 0 || n < 0 ||
-	    syscall(SYS_setgroups, (size_t)n, as->callers))
-		return;
+	if (as->ngroups < 0 ||
+	    syscall(SYS_setgroups, (size_t)(n < 0 ? 0 : n), as->callers))
+		return -EACCES;
 	setfsgid(who->gid);
 	setfsuid(who->uid);
 	as->switched = true;
+	return 0;
 }
 
 static void local_files_leave(const struct local_as *as)
@@ -200,8 +206,9 @@ static int local_files_open_path(const struct provider_node *node,
 	wd = local_files_workdir(node); /* as the daemon: see local_name_get */
 	if (wd < 0)
 		return wd;
-	local_files_enter(&as);
-	fd = local_files_beneath(wd, *path ? path : ".", flags, mode);
+	fd = local_files_enter(&as);
+	if (fd == 0)
+		fd = local_files_beneath(wd, *path ? path : ".", flags, mode);
 	close(wd);
 	local_files_leave(&as);
 	return fd;
@@ -267,7 +274,9 @@ static int local_name_get(const struct provider_node *node, const char *path,
 	n->wd = local_files_workdir(node);
 	if (n->wd < 0)
 		return n->wd;
-	local_files_enter(&n->as);
+	rc = local_files_enter(&n->as);
+	if (rc)
+		return rc;
 	slash = strrchr(n->buf, '/');
 	if (!slash) {
 		n->dir = n->wd;

@@ -659,6 +659,18 @@ except OSError as e:
 	posix_eq "$(runuser -u "$u" -- cat grp/r640)" shared "the other user reading through a supplementary group"
 	runuser -u "$u" -- touch grp/made
 	posix_eq "$(stat -c '%U %G' grp/made)" "$u $(id -gn "$u")" "owner and group of a file made through a supplementary group's directory"
+	# A caller in many groups (ids no group has: setpriv sets them as
+	# given), the one granting rights last: its rights through it, and
+	# what it makes is its own, with 100 groups as with 300 (more than a
+	# file system in user space may read of a caller).
+	local gid many
+	gid=$(getent group "$g" | cut -d: -f3)
+	many=$(seq -s, 70001 70099),$gid
+	posix_eq "$(setpriv --reuid="$u" --regid="$(id -g "$u")" --groups="$many" cat grp/r640)" shared "a caller in 100 groups reading through the last"
+	setpriv --reuid="$u" --regid="$(id -g "$u")" --groups="$many" touch grp/made100
+	posix_eq "$(stat -c '%U %G' grp/made100)" "$u $(id -gn "$u")" "owner and group of a file made by a caller in 100 groups"
+	setpriv --reuid="$u" --regid="$(id -g "$u")" --groups="$(seq -s, 70001 70300)" touch pub/made300
+	posix_eq "$(stat -c '%U %G' pub/made300)" "$u $(id -gn "$u")" "owner and group of a file made by a caller in 300 groups"
 	rm -r pub priv s600 s644 grp
 }
 
