@@ -550,6 +550,19 @@ static int fs_list_add(struct fs_lister *l, const char *name,
 		l->full = true;
 		return 1;
 	}
+	/* The kernel now holds the entry's attributes, given without a
+	 * getattr: a command on the node must drop them too. */
+	if (st && l->files && strcmp(name, ".") != 0 &&
+	    strcmp(name, "..") != 0) {
+		char *full;
+		size_t n = strlen(l->dir);
+
+		if (asprintf(&full, "%s%s%s", l->dir,
+			     n && l->dir[n - 1] == '/' ? "" : "/", name) >= 0) {
+			inval_note(fs_ctx()->inval, full, S_ISDIR(st->st_mode));
+			free(full);
+		}
+	}
 	return 0;
 }
 

@@ -582,6 +582,12 @@ posix_fresh_exec() {
 	posix_eq "$(cat g)" gone "a new file of the node"
 	rmdir f
 	rm g
+	# A file known only from a listing (names with their attributes)
+	on_node 'echo one >h' >/dev/null
+	ls -l >/dev/null
+	on_node 'echo "one and more" >h' >/dev/null
+	posix_eq "$(stat -c %s h)" 13 "size after the node's rewrite of a file only listed"
+	rm h
 }
 
 # Freshness of a background node process's change: seen within 1 s (on
