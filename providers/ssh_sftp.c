@@ -2296,8 +2296,19 @@ int ssh_sftp_rename(struct ssh_conn *c, const char *from, const char *to,
 				       ? sftp_rename_failed(c, from, to, rc)
 				       : rc;
 		/* Without the extension, SFTP version 3 renames onto
-		 * nothing only. */
+		 * nothing only: the target goes first, unless rename(2)
+		 * would refuse (the kernel checks the types it knows, which
+		 * a command on the node may have changed since). */
 		if (ssh_sftp_stat(c, to, &st) == 0) {
+			struct stat sf;
+
+			if (strcmp(from, to) == 0)
+				return 0;
+			rc = ssh_sftp_stat(c, from, &sf);
+			if (rc)
+				return rc;
+			if (S_ISDIR(st.st_mode) != S_ISDIR(sf.st_mode))
+				return S_ISDIR(st.st_mode) ? -EISDIR : -ENOTDIR;
 			rc = S_ISDIR(st.st_mode) ? ssh_sftp_rmdir(c, to)
 						 : ssh_sftp_unlink(c, to);
 			if (rc)

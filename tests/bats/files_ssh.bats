@@ -22,7 +22,15 @@ setup() {
 	STOPPED=
 	cclfs_setup --no-mount
 	HOSTS=$TESTDIR/hosts
-	testhosts_start "$HOSTS" 1 "$FIRST"
+	# A test named so has a server that does not offer OpenSSH's rename
+	# extension (sftp-server -P: refused, and not announced).
+	case $BATS_TEST_DESCRIPTION in
+	*"without posix-rename"*)
+		TESTHOSTS_SFTP="internal-sftp -P posix-rename" \
+			testhosts_start "$HOSTS" 1 "$FIRST"
+		;;
+	*) testhosts_start "$HOSTS" 1 "$FIRST" ;;
+	esac
 	{
 		echo '[hosts]'
 		echo 'user = "root"'
@@ -132,6 +140,37 @@ fails_with() { # message command...
 	mv -n m k
 	[ "$(cat k)" = keep ]
 	[ -e m ]
+}
+
+@test "a server without posix-rename: rename replaces a file or an empty directory, and refuses what rename(2) refuses" {
+	# SFTP version 3's rename: onto nothing only; cclfs removes the
+	# target first, after checking what rename(2) would refuse.
+	echo one >a
+	echo two >b
+	mv a b
+	[ "$(cat b)" = one ]
+	[ ! -e a ]
+	[ "$(on_node 'cat b; ls')" = "$(printf 'one\nb')" ]
+	mkdir d e
+	touch d/in
+	mv -T d e
+	[ -f e/in ]
+	[ ! -e d ]
+	# a directory over a file, a file over a directory: both stay
+	mkdir d
+	run python3 -c 'import os; os.rename("d", "b")'
+	[[ "$output" == *NotADirectoryError* ]]
+	run python3 -c 'import os; os.rename("b", "d")'
+	[[ "$output" == *IsADirectoryError* ]]
+	[ "$(on_node 'cat b; test -d d && echo dir')" = "$(printf 'one\ndir')" ]
+	# a directory over one that is not empty
+	mkdir f
+	run python3 -c 'import os; os.rename("f", "e")'
+	[[ "$output" == *"Directory not empty"* ]]
+	[ "$(on_node 'ls e; test -d f && echo dir')" = "$(printf 'in\ndir')" ]
+	# a name over itself
+	mv -T b b 2>/dev/null || python3 -c 'import os; os.rename("b", "b")'
+	[ "$(cat b)" = one ]
 }
 
 @test "rename over a file: its name never goes missing on the node" {

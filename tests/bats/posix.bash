@@ -406,6 +406,14 @@ posix_unlink_open() {
 	posix_eq "$(cat <&7)" data "cat <&7 after rm"
 	posix_eq "$(stat -L -c '%s %h' /dev/fd/7)" "5 0" "fstat after rm (size, links)"
 	exec 7<&-
+	# a name removed while open, another name left: one link
+	echo two >h
+	ln h h2
+	exec 7<h
+	rm h
+	posix_eq "$(stat -L -c '%s %h' /dev/fd/7)" "4 1" "fstat after rm of one of two names (size, links)"
+	exec 7<&-
+	rm h2
 	posix_eq "$(python3 -c '
 import os
 fd = os.open("g", os.O_CREAT | os.O_RDWR, 0o644)

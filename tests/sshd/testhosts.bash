@@ -88,6 +88,8 @@ TESTHOSTS_TIMEOUT=${TESTHOSTS_TIMEOUT:-10} # seconds to wait for a daemon
 TESTHOSTS_NET=${TESTHOSTS_NET:-127.0.1} # host k listens on TESTHOSTS_NET.k
 # More NAME=VALUE words for the environment of the hosts' sessions.
 TESTHOSTS_SETENV=${TESTHOSTS_SETENV-}
+# The SFTP server and its options (-P REQUESTS: refuse those extensions).
+TESTHOSTS_SFTP=${TESTHOSTS_SFTP:-internal-sftp}
 # The key exchanges the hosts offer: OpenSSH's defaults without the
 # post-quantum sntrup761x25519 hybrid, which makes each new `ssh` connection
 # about 60 ms slower here (libssh2 does not offer it anyway). Empty: sshd's
@@ -251,7 +253,7 @@ _testhosts_host_files() { # absdir hostdir listen
 		LogLevel ERROR
 		MaxSessions 200
 		MaxStartups 200
-		Subsystem sftp internal-sftp
+		Subsystem sftp $TESTHOSTS_SFTP
 		${TESTHOSTS_KEX:+KexAlgorithms $TESTHOSTS_KEX}
 	EOF
 }
