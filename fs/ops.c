@@ -1921,25 +1921,41 @@ static int fs_statfs(const char *path, struct statvfs *st)
 	return 0;
 }
 
+/* A lock just taken through the mount: what the node wrote under its own
+ * lock before must be what is read now, but the kernel keeps the pages
+ * read through an open file (unless passed through) until the attributes
+ * expire. They are dropped before the lock is granted, as NFS does. Safe
+ * here, unlike in a write's handler: the locker holds no page. */
+static int fs_files_locked(const char *path, const struct fshandle *h, int rc)
+{
+	if (rc == 0 && path && !h->pt)
+		fuse_invalidate_path(fuse_get_context()->fuse, path);
+	return rc;
+}
+
 static int fs_lock(const char *path, struct fuse_file_info *fi, int cmd,
 		   struct flock *fl)
 {
 	struct fshandle *h = (struct fshandle *)(uintptr_t)fi->fh;
+	int rc;
 
-	(void)path;
 	if (!h || !h->files)
 		return -ENOLCK; /* values are replaced whole: nothing to lock */
-	return fs_files_lock(h->files, h->pfh, fi->lock_owner, cmd, fl);
+	rc = fs_files_lock(h->files, h->pfh, fi->lock_owner, cmd, fl);
+	return cmd == F_GETLK || fl->l_type == F_UNLCK
+		       ? rc
+		       : fs_files_locked(path, h, rc);
 }
 
 static int fs_flock(const char *path, struct fuse_file_info *fi, int op)
 {
 	struct fshandle *h = (struct fshandle *)(uintptr_t)fi->fh;
+	int rc;
 
-	(void)path;
 	if (!h || !h->files)
 		return -ENOLCK;
-	return fs_files_flock(h->files, h->pfh, op);
+	rc = fs_files_flock(h->files, h->pfh, op);
+	return (op & LOCK_UN) ? rc : fs_files_locked(path, h, rc);
 }
 
 static int fs_symlink(const char *target, const char *path)

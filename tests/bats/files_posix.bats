@@ -524,6 +524,16 @@ io_through_daemon() {
 	posix_lock_fcntl
 }
 
+@test "local-nopt: OFD locks" {
+	on local-nopt
+	posix_lock_ofd
+}
+
+@test "local-nopt: flock locks" {
+	on local-nopt
+	posix_lock_flock
+}
+
 @test "local-nopt: sqlite written from both sides" {
 	on local-nopt
 	posix_sqlite

@@ -519,6 +519,33 @@ posix_locks() {
 		done
 		posix_eq "$(python3 posix_lock.py "$kind" try lk)" got "$kind lock after the node's holder ended"
 	fi
+	if [ -n "$DISK" ]; then
+		# What the node side wrote under its lock is what a lock taken
+		# through D then reads, also through a descriptor that read
+		# the file before (as SQLite reads its database).
+		printf aaaa >lk
+		posix_eq "$(python3 - "$kind" "$DISK/lk" <<'EOF'
+import fcntl, os, struct, sys
+kind, disk = sys.argv[1:3]
+def lock(fd, take):
+    if kind == "posix":
+        fcntl.lockf(fd, fcntl.LOCK_EX if take else fcntl.LOCK_UN)
+    elif kind == "flock":
+        fcntl.flock(fd, fcntl.LOCK_EX if take else fcntl.LOCK_UN)
+    else:  # F_OFD_SETLKW 38; F_WRLCK 1, F_UNLCK 2
+        fcntl.fcntl(fd, 38, struct.pack("hhqqi4x", 1 if take else 2, 0, 0, 0, 0))
+fd = os.open("lk", os.O_RDWR)
+before = os.pread(fd, 4, 0).decode()
+node = os.open(disk, os.O_RDWR)
+lock(node, True)
+os.pwrite(node, b"bbbb", 0)
+lock(node, False)
+lock(fd, True)
+print(before, os.pread(fd, 4, 0).decode())
+lock(fd, False)
+EOF
+)" "aaaa bbbb" "$kind lock through D after the node side wrote under its own"
+	fi
 	rm -f lk lk.release posix_lock.py
 }
 posix_lock_fcntl() { posix_locks posix; }
