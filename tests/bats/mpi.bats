@@ -166,6 +166,21 @@ three_nodes_jobs() {
 	grep -q 'the cluster is interrupted; MPI programs run only on a running cluster' clusters/q/error
 }
 
+@test "what an MPI job changed in files/ shows as soon as mpiexec returns" {
+	cclfs_setup
+	cd "$MNT"
+	deploy_local w PeerWorkersMPI 1 2
+	echo old >clusters/w/nodes/0/files/f
+	# The kernel holds f's attributes and its name from a listing.
+	[ "$(stat -c %s clusters/w/nodes/0/files/f)" = 4 ]
+	ls -l clusters/w/nodes/0/files >/dev/null
+	# Both ranks start in node 0's working directory: its files/.
+	echo 'sh -c "echo new and longer >f; echo made >g"' >clusters/w/mpiexec
+	[ "$(stat -c %s clusters/w/nodes/0/files/f)" = 15 ]
+	[ "$(cat clusters/w/nodes/0/files/f)" = "new and longer" ]
+	[ "$(cat clusters/w/nodes/0/files/g)" = made ]
+}
+
 @test "mpiflags and directory from the contract's config apply" {
 	cclfs_setup
 	cd "$MNT"
