@@ -631,15 +631,21 @@ posix_fresh_background() {
 	cd "$D" || return 1
 	echo old >f
 	posix_eq "$(cat f) $(stat -c %s f)" "old 4" "f before"
+	exec 7<f
 	on_node "nohup sh -c 'sleep 0.3; echo \"new and longer\" >f' >/dev/null 2>&1 &" >/dev/null
 	# read it meanwhile, so the caches hold the old contents
 	posix_eq "$(cat f)" old "f while the background process sleeps"
+	posix_eq "$(python3 -c 'import os; print(os.pread(7, 100, 0).decode(), end="")')" \
+		old "f through a descriptor while the background process sleeps"
 	sleep 1.2
 	if [ "$POSIX_KIND" = ssh ]; then
 		on_node true >/dev/null
 	fi
 	posix_eq "$(stat -c %s f)" 15 "size 1.2 s after the background rewrite"
 	posix_eq "$(cat f)" "new and longer" "contents 1.2 s after the background rewrite"
+	posix_eq "$(python3 -c 'import os; print(os.pread(7, 100, 0).decode(), end="")')" \
+		"new and longer" "a descriptor opened before, 1.2 s after the background rewrite"
+	exec 7<&-
 	rm f
 }
 
