@@ -24,9 +24,14 @@ setup() {
 	HOSTS=$TESTDIR/hosts
 	# A test named so has a server that does not offer OpenSSH's rename
 	# extension (sftp-server -P: refused, and not announced).
+	# One about what reaches the server reads its log (every request).
 	case $BATS_TEST_DESCRIPTION in
 	*"without posix-rename"*)
 		TESTHOSTS_SFTP="internal-sftp -P posix-rename" \
+			testhosts_start "$HOSTS" 1 "$FIRST"
+		;;
+	*"reaches the server"*)
+		TESTHOSTS_SFTP="/usr/lib/openssh/sftp-server -e -l DEBUG3 2>>$TESTDIR/sftp.log" \
 			testhosts_start "$HOSTS" 1 "$FIRST"
 		;;
 	*) testhosts_start "$HOSTS" 1 "$FIRST" ;;
@@ -204,6 +209,8 @@ fails_with() { # message command...
 	dd if=/dev/zero of=f bs=4k count=4 conv=fsync status=none
 	python3 -c 'import os; fd = os.open("f", os.O_RDWR); os.write(fd, b"x"); os.fsync(fd); os.fdatasync(fd)'
 	[ "$(stat -c %s f)" = 16384 ]
+	# three fsync@openssh.com requests: dd's, the fsync and the fdatasync
+	[ "$(grep -c 'request [0-9]*: fsync' "$TESTDIR/sftp.log")" -ge 3 ]
 }
 
 @test "chown and chgrp as on the node; the login's files are the mounting user's" {
