@@ -224,20 +224,32 @@ static void inval_queue_below(struct inval *inv, const char *prefix, bool names)
 	if (dir)
 		inval_queue(inv, dir);
 	for (size_t i = 0; inv->known && i < INVAL_KNOWN_BUCKETS; i++) {
-		for (struct inval_known *k = inv->known[i]; k; k = k->next) {
+		struct inval_known **pk = &inv->known[i];
+
+		while (*pk) {
+			struct inval_known *k = *pk;
 			size_t len = strlen(k->path);
 			char *p;
 
-			if (strncmp(k->path, prefix, n) != 0)
+			if (strncmp(k->path, prefix, n) != 0) {
+				pk = &k->next;
 				continue;
+			}
 			p = malloc(len + 2);
-			if (!p)
+			if (!p) {
+				pk = &k->next;
 				continue;
+			}
 			p[0] = INVAL_ENTRY;
 			memcpy(p + 1, k->path, len + 1);
 			inval_queue(inv, k->dir || !names
 						 ? memmove(p, p + 1, len + 1)
 						 : p);
+			/* Dropped: the kernel asks again (getattr, lookup or
+			 * a listing), which notes it again. */
+			*pk = k->next;
+			free(k);
+			inv->nknown--;
 		}
 	}
 }
