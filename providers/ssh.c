@@ -304,7 +304,9 @@ struct ssh_tunnel_req {
 	int fd; /* out: the other end */
 	/* When the open began (holding the turn); 0 while waiting for it. */
 	_Atomic int64_t begun_ns;
-	int64_t submitted_ns;
+	/* When it was asked for, and until when it waits for the turn behind
+	 * an open given up on (r.deadline_ns wakes the thread then, once). */
+	int64_t submitted_ns, turn_until_ns;
 };
 
 static int ssh_tunnel_step(struct ssh_conn *c, struct ssh_req *r)
@@ -319,15 +321,21 @@ static int ssh_tunnel_step(struct ssh_conn *c, struct ssh_req *r)
 		return -EINTR; /* nothing sent yet */
 	}
 	/* Behind an open given up on (its worker's SYNs unanswered, most
-	 * likely this one's), waiting for the turn could take minutes. */
-	if (c->opener && c->opener != r && c->opener->step == ssh_tunnel_step &&
-	    atomic_load(&c->opener->cancel) && ssh_now_ns() >= r->deadline_ns) {
-		snprintf(r->err, sizeof(r->err),
-			 "%s did not reach %s port %d within %d ms: an earlier "
-			 "tunnel's open is still unanswered",
-			 c->name, t->host, t->port,
-			 (int)((r->deadline_ns - t->submitted_ns) / 1000000));
-		return -ETIMEDOUT;
+	 * likely this one's), waiting for the turn could take minutes. An
+	 * open given up on later wakes the thread (ssh_orphan). */
+	if (c->opener && c->opener != r && ssh_now_ns() >= t->turn_until_ns) {
+		r->deadline_ns = 0; /* no more wake-ups: it would spin */
+		if (c->opener->step == ssh_tunnel_step &&
+		    atomic_load(&c->opener->cancel)) {
+			snprintf(r->err, sizeof(r->err),
+				 "%s did not reach %s port %d within %d ms: "
+				 "an earlier tunnel's open is still "
+				 "unanswered",
+				 c->name, t->host, t->port,
+				 (int)((t->turn_until_ns - t->submitted_ns) /
+				       1000000));
+			return -ETIMEDOUT;
+		}
 	}
 	if (!ssh_conn_open_begin(c, r))
 		return -EAGAIN;
@@ -962,8 +970,9 @@ static int ssh_connect(struct ssh_conn *c, char *err, size_t errlen)
 		t->r.lost = ssh_tunnel_lost;
 		t->r.retry_ok = true;
 		t->submitted_ns = ssh_now_ns();
-		t->r.deadline_ns = t->submitted_ns +
+		t->turn_until_ns = t->submitted_ns +
 				   (int64_t)c->p.connect_timeout_ms * 1000000;
+		t->r.deadline_ns = t->turn_until_ns;
 		rc = ssh_submit(c->via, &t->r);
 		if (rc) {
 			snprintf(err, errlen, "%s", t->r.err);
