@@ -114,7 +114,21 @@ int fs_files_hide(struct model_files *f, const char *rel, const char *hidden)
 			rc = model_files_open(
 				f, rel, O_RDONLY | O_NONBLOCK | O_NOFOLLOW, 0,
 				&fh);
-		if (rc == 0) {
+		if (rc == -EACCES) /* a file its node's login cannot read */
+			rc = model_files_open(
+				f, rel, O_WRONLY | O_NONBLOCK | O_NOFOLLOW, 0,
+				&fh);
+		if (rc == -EACCES) {
+			/* Nor write: removing it is its directory's business,
+			 * as on a disk. The descriptors open on it go on with
+			 * their own handles; only a stat by the name libfuse
+			 * hid it under fails. */
+			rc = model_files_unlink(f, rel);
+			if (rc == 0) {
+				model_files_put(f);
+				f = NULL;
+			}
+		} else if (rc == 0) {
 			rc = model_files_unlink(f, rel);
 			if (rc)
 				model_files_close(f, fh);

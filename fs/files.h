@@ -28,7 +28,8 @@ int fs_files_flock(struct model_files *f, uint64_t fh, int op);
  * it. Nothing of the kind is left on the node: fs_files_hide opens the
  * file (f and rel: its node and path below files/) and removes it for
  * real, and the hidden name then stands for the open file; f may be NULL
- * for a file of the tree, which is only forgotten.
+ * for a file of the tree, which is only forgotten, as is a file that the
+ * node's login may neither read nor write (its opens keep their handles).
  */
 int fs_files_is_hidden_name(const char *path);
 int fs_files_hide(struct model_files *f, const char *rel, const char *hidden);

@@ -55,6 +55,10 @@ teardown() {
 		testnet_stop "$NETDIR" || true
 	fi
 	cclfs_teardown
+	if [ -n "${NONROOT:-}" ]; then
+		userdel "$NONROOT" || true
+		rm -rf "/tmp/$NONROOT"
+	fi
 }
 
 # Unmount and mount again with the same state and cclfs.conf.
@@ -557,6 +561,57 @@ deploy_mw() {
 	echo 'cat g' >clusters/c/nodes/0/exec
 	[ "$(cat clusters/c/nodes/0/stdout)" = more ]
 	[ "$(cat clusters/c/nodes/0/files/g)" = more ]
+	echo terminated >clusters/c/state
+	wait_state c terminated
+}
+
+@test "a login that is not root: files/ gives EACCES where its rights end, and rm of an open file it cannot read" {
+	# A user of this test's own (never one that exists), with a home of
+	# its own; the test hosts take the test's key from any user.
+	if getent passwd "cclfsnr$$" >/dev/null; then
+		echo "user cclfsnr$$ exists already" >&2
+		return 1
+	fi
+	# (a password of "*": none, but not locked, which sshd refuses)
+	useradd -M -N -p "*" -d "/tmp/cclfsnr$$" -s /bin/sh "cclfsnr$$"
+	NONROOT=cclfsnr$$
+	mkdir -m 0755 "/tmp/$NONROOT"
+	chown "$NONROOT" "/tmp/$NONROOT"
+	HOST_EXTRA="user = \"$NONROOT\"" hosts_setup 1
+	# sshd reads the authorized keys as the user
+	chmod 0711 "$TESTDIR" "$HOSTS"
+	chmod 0644 "$HOSTS/authorized_keys"
+	cd "$MNT"
+	deploy c c 1
+	F=clusters/c/nodes/0/files
+	echo 'id -un; pwd' >clusters/c/nodes/0/exec
+	[ "$(head -1 clusters/c/nodes/0/stdout)" = "$NONROOT" ]
+	W=$(tail -1 clusters/c/nodes/0/stdout)
+	# Made by root on the node: a directory the login cannot write, a
+	# file it cannot read.
+	mkdir -m 0755 "$W/rootdir"
+	echo secret >"$W/rootfile"
+	chmod 0600 "$W/rootfile"
+	run touch "$F/rootdir/x"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"Permission denied"* ]]
+	run cat "$F/rootfile"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"Permission denied"* ]]
+	run rm "$F/rootfile"
+	[ "$status" -eq 0 ]
+	[ ! -e "$W/rootfile" ]
+	# Open for appending, then made unreadable and removed: the removal
+	# is the directory's to allow, and the descriptor writes on.
+	echo one >"$F/g"
+	exec 7>>"$F/g"
+	chmod 0200 "$F/g"
+	rm "$F/g"
+	[ ! -e "$W/g" ]
+	echo two >&7
+	exec 7>&-
+	[ ! -e "$F/g" ]
+	[ -z "$(ls -A "$W" | grep -v rootdir)" ]
 	echo terminated >clusters/c/state
 	wait_state c terminated
 }
