@@ -261,8 +261,14 @@ static void inval_queue_below(struct inval *inv, const char *prefix, bool names)
 			inval_queue(inv, k->dir || !names
 						 ? memmove(p, p + 1, len + 1)
 						 : p);
-			/* Dropped: the kernel asks again (getattr, lookup or
-			 * a listing), which notes it again. */
+			/* Dropped, name and all (a directory's name is
+			 * never): the kernel asks again (getattr, lookup or
+			 * a listing), which notes it again. A name kept
+			 * stays known, for the next command's drop. */
+			if (!names && !k->dir) {
+				pk = &k->next;
+				continue;
+			}
 			*pk = k->next;
 			free(k);
 			inv->nknown--;

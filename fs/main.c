@@ -203,6 +203,7 @@ int main(int argc, char *argv[])
 
 	fs.uid = getuid();
 	fs.mountpoint = cmd.mountpoint;
+	fs.singlethread = cmd.singlethread;
 	fs.gid = getgid();
 	clock_gettime(CLOCK_REALTIME, &fs.mounted);
 	fuse_opt_add_arg(&args, "-odefault_permissions");

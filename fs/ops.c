@@ -1925,10 +1925,12 @@ static int fs_statfs(const char *path, struct statvfs *st)
  * lock before must be what is read now, but the kernel keeps the pages
  * read through an open file (unless passed through) until the attributes
  * expire. They are dropped before the lock is granted, as NFS does. Safe
- * here, unlike in a write's handler: the locker holds no page. */
+ * here, unlike in a write's handler: the locker holds no page. Not with
+ * one thread (-s): a page dirty through a shared mapping is written back
+ * as it is dropped, by a request that thread would have to serve. */
 static int fs_files_locked(const char *path, const struct fshandle *h, int rc)
 {
-	if (rc == 0 && path && !h->pt)
+	if (rc == 0 && path && !h->pt && !fs_ctx()->singlethread)
 		fuse_invalidate_path(fuse_get_context()->fuse, path);
 	return rc;
 }

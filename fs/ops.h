@@ -3,6 +3,7 @@
 #ifndef CCLFS_FS_OPS_H
 #define CCLFS_FS_OPS_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -17,6 +18,7 @@ struct fsctx {
 	gid_t gid;
 	struct timespec mounted;
 	const char *mountpoint; /* absolute */
+	bool singlethread;	/* -s: a handler must not wait for another */
 };
 
 extern const struct fuse_operations fsops;

@@ -339,6 +339,7 @@ static int ssh_tunnel_step(struct ssh_conn *c, struct ssh_req *r)
 	}
 	if (!ssh_conn_open_begin(c, r))
 		return -EAGAIN;
+	r->deadline_ns = 0; /* the waiter keeps the open's own time */
 	if (!atomic_load(&t->begun_ns))
 		atomic_store(&t->begun_ns, ssh_now_ns());
 	ch = libssh2_channel_direct_tcpip_ex(c->s, t->host, t->port,
@@ -380,9 +381,11 @@ static int ssh_tunnel_step(struct ssh_conn *c, struct ssh_req *r)
 	return 0;
 }
 
+/* The manager's session is gone: an open run again on the next one has
+ * its whole time again. */
 static void ssh_tunnel_lost(struct ssh_req *r)
 {
-	(void)r;
+	atomic_store(&((struct ssh_tunnel_req *)r)->begun_ns, 0);
 }
 
 /* A tunnel's open that ended after its connect gave up: its channel, if

@@ -2302,8 +2302,6 @@ int ssh_sftp_rename(struct ssh_conn *c, const char *from, const char *to,
 		if (ssh_sftp_stat(c, to, &st) == 0) {
 			struct stat sf;
 
-			if (strcmp(from, to) == 0)
-				return 0;
 			rc = ssh_sftp_stat(c, from, &sf);
 			if (rc)
 				return rc;

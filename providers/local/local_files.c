@@ -70,7 +70,7 @@ struct local_as {
 	bool umasked, switched;
 	mode_t umask;
 	int ngroups;
-	gid_t groups[64];
+	gid_t groups[256];
 	gid_t callers[256];
 };
 

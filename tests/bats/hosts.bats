@@ -56,7 +56,9 @@ teardown() {
 	fi
 	cclfs_teardown
 	if [ -n "${NONROOT:-}" ]; then
-		userdel "$NONROOT" || true
+		# its sessions' processes first: userdel refuses a user in use
+		pkill -KILL -u "$NONROOT" || true
+		userdel -f "$NONROOT" || echo "user $NONROOT left behind" >&2
 		rm -rf "/tmp/$NONROOT"
 	fi
 }
@@ -611,6 +613,14 @@ deploy_mw() {
 	echo two >&7
 	exec 7>&-
 	[ ! -e "$F/g" ]
+	# ... and one it may neither read nor write any more
+	echo one >"$F/h"
+	exec 7<>"$F/h"
+	chmod 0000 "$F/h"
+	rm "$F/h"
+	[ ! -e "$W/h" ]
+	echo two >&7
+	exec 7>&-
 	[ -z "$(ls -A "$W" | grep -v rootdir)" ]
 	echo terminated >clusters/c/state
 	wait_state c terminated

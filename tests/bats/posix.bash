@@ -708,7 +708,7 @@ except OSError as e:
 	runuser -u "$u" -- touch grp/made
 	posix_eq "$(stat -c '%U %G' grp/made)" "$u $(id -gn "$u")" "owner and group of a file made through a supplementary group's directory"
 	# A caller in many groups (ids no group has: setpriv sets them as
-	# given), the one granting rights last: its rights through it, and
+	# given), one of them granting rights: its rights through it, and
 	# what it makes is its own, with 100 groups as with 300 (more than a
 	# file system in user space may read of a caller).
 	local gid many
