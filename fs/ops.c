@@ -554,14 +554,20 @@ static int fs_list_add(struct fs_lister *l, const char *name,
 	 * getattr: a command on the node must drop them too. */
 	if (st && l->files && strcmp(name, ".") != 0 &&
 	    strcmp(name, "..") != 0) {
-		char *full;
+		char buf[PATH_MAX], *full = buf;
 		size_t n = strlen(l->dir);
+		const char *sep = n && l->dir[n - 1] == '/' ? "" : "/";
 
-		if (asprintf(&full, "%s%s%s", l->dir,
-			     n && l->dir[n - 1] == '/' ? "" : "/", name) >= 0) {
+		/* On the stack but for paths past PATH_MAX (listings are
+		 * a hot path). */
+		if (snprintf(buf, sizeof(buf), "%s%s%s", l->dir, sep, name) >=
+			    (int)sizeof(buf) &&
+		    asprintf(&full, "%s%s%s", l->dir, sep, name) < 0)
+			full = NULL;
+		if (full)
 			inval_note(fs_ctx()->inval, full, S_ISDIR(st->st_mode));
+		if (full != buf)
 			free(full);
-		}
 	}
 	return 0;
 }
@@ -1925,12 +1931,16 @@ static int fs_statfs(const char *path, struct statvfs *st)
  * lock before must be what is read now, but the kernel keeps the pages
  * read through an open file (unless passed through) until the attributes
  * expire. They are dropped before the lock is granted, as NFS does. Safe
- * here, unlike in a write's handler: the locker holds no page. Not with
- * one thread (-s): a page dirty through a shared mapping is written back
- * as it is dropped, by a request that thread would have to serve. */
+ * here, unlike in a write's handler: the locker holds no page. Only for
+ * a file of this machine (a local node's), whose locks the node's own
+ * processes share: on an SSH node they exclude only the mount's, which
+ * share the pages anyway. Not with one thread (-s): a page dirty through
+ * a shared mapping is written back as it is dropped, by a request that
+ * thread would have to serve. */
 static int fs_files_locked(const char *path, const struct fshandle *h, int rc)
 {
-	if (rc == 0 && path && !h->pt && !fs_ctx()->singlethread)
+	if (rc == 0 && path && !h->pt && fs_files_fd(h) >= 0 &&
+	    !fs_ctx()->singlethread)
 		fuse_invalidate_path(fuse_get_context()->fuse, path);
 	return rc;
 }
