@@ -2,6 +2,7 @@
  * thread of its own that carries out every request (commands, SFTP,
  * tunnels to nodes behind this one) step by step on the non-blocking
  * session; connecting, host keys, authentication, keepalives, reconnects. */
+#include "providers/ssh_cipher.h"
 #include "providers/ssh_priv.h"
 #include "providers/sshkey.h"
 
@@ -103,6 +104,7 @@ static pthread_mutex_t ssh_hosts_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void ssh_global_init(void)
 {
+	ssh_cipher_setup();
 	ssh_init_rc = libssh2_init(0);
 }
 
