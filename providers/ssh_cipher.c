@@ -13,6 +13,7 @@
  * function (EVP_aes_128_ctr()), never by name from a provider. */
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <dlfcn.h>
+#include <limits.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/objects.h>
@@ -21,11 +22,17 @@
 #include <string.h>
 
 #define SSH_CIPHER_STREAM 16384
+#define SSH_CIPHER_BLOCK  16
 
 /* One direction of one session. */
 struct ssh_cipher_state {
 	EVP_CIPHER_CTX *aes; /* OpenSSL's own AES-CTR, run over zeros */
-	size_t used;	     /* of stream */
+	/* The counter the run began at (the last IV given), and the bytes
+	 * ciphered since: a new key alone goes on from the next block, as
+	 * OpenSSL's does. */
+	unsigned char iv[SSH_CIPHER_BLOCK];
+	uint64_t done;
+	size_t used; /* of stream */
 	unsigned char stream[SSH_CIPHER_STREAM];
 };
 
@@ -34,11 +41,12 @@ static const unsigned char ssh_cipher_zeros[SSH_CIPHER_STREAM];
 static const struct ssh_cipher_kind {
 	int nid;
 	int key_len;
-	const char *fetch; /* OpenSSL's implementation, by name */
+	const char *name; /* OpenSSL's implementation, by name */
+	const char *fn;	  /* and libcrypto's function */
 } ssh_cipher_kinds[] = {
-	{NID_aes_128_ctr, 16, "AES-128-CTR"},
-	{NID_aes_192_ctr, 24, "AES-192-CTR"},
-	{NID_aes_256_ctr, 32, "AES-256-CTR"},
+	{NID_aes_128_ctr, 16, "AES-128-CTR", "EVP_aes_128_ctr"},
+	{NID_aes_192_ctr, 24, "AES-192-CTR", "EVP_aes_192_ctr"},
+	{NID_aes_256_ctr, 32, "AES-256-CTR", "EVP_aes_256_ctr"},
 };
 
 #define SSH_CIPHER_NKINDS                                                      \
@@ -55,43 +63,67 @@ static const struct ssh_cipher_kind *ssh_cipher_kind_of(int nid)
 	return NULL;
 }
 
+/* ctr += n, as the 128-bit big-endian number CTR mode counts with. */
+static void ssh_cipher_count(unsigned char *ctr, uint64_t n)
+{
+	for (int i = SSH_CIPHER_BLOCK - 1; i >= 0 && n > 0; i--) {
+		uint64_t v = ctr[i] + (n & 0xff);
+
+		ctr[i] = (unsigned char)v;
+		n = (n >> 8) + (v >> 8);
+	}
+}
+
 static int ssh_cipher_init(EVP_CIPHER_CTX *ctx, const unsigned char *key,
 			   const unsigned char *iv, int enc)
 {
 	struct ssh_cipher_state *st = EVP_CIPHER_CTX_get_cipher_data(ctx);
 	const struct ssh_cipher_kind *k =
 		ssh_cipher_kind_of(EVP_CIPHER_CTX_get_nid(ctx));
-	EVP_CIPHER *aes;
+	EVP_CIPHER *aes = NULL;
 	int ok;
 
 	(void)enc; /* CTR: the same both ways */
 	if (st == NULL || k == NULL)
 		return 0;
-	if (key == NULL && iv == NULL)
+	if (iv != NULL)
+		memcpy(st->iv, iv, SSH_CIPHER_BLOCK);
+	else if (key != NULL)
+		ssh_cipher_count(st->iv, (st->done + SSH_CIPHER_BLOCK - 1) /
+						 SSH_CIPHER_BLOCK);
+	else
 		return 1;
+	st->done = 0;
+	st->used = SSH_CIPHER_STREAM; /* nothing made for the new counter */
+	if (st->aes == NULL && key == NULL)
+		return 1; /* the IV waits for its key */
 	if (st->aes == NULL) {
-		if (key == NULL)
-			return 0; /* a new counter needs the key once */
 		st->aes = EVP_CIPHER_CTX_new();
 		if (st->aes == NULL)
 			return 0;
 	}
-	aes = key != NULL ? EVP_CIPHER_fetch(NULL, k->fetch, NULL) : NULL;
-	if (key != NULL && aes == NULL)
-		return 0;
-	ok = EVP_EncryptInit_ex(st->aes, aes, NULL, key, iv);
+	if (key != NULL) {
+		aes = EVP_CIPHER_fetch(NULL, k->name, NULL);
+		if (aes == NULL)
+			return 0;
+	}
+	ok = EVP_EncryptInit_ex(st->aes, aes, NULL, key, st->iv);
 	EVP_CIPHER_free(aes);
-	st->used = SSH_CIPHER_STREAM; /* nothing made for the new counter */
 	return ok;
 }
 
+/* EVP_CIPH_FLAG_CUSTOM_CIPHER's convention, as OpenSSL's own: the bytes
+ * made, -1 on failure (libssh2 1.10 tells failure by it), 0 at the end. */
 static int ssh_cipher_do(EVP_CIPHER_CTX *ctx, unsigned char *out,
 			 const unsigned char *in, size_t len)
 {
 	struct ssh_cipher_state *st = EVP_CIPHER_CTX_get_cipher_data(ctx);
+	size_t total = len;
 
-	if (st == NULL || st->aes == NULL)
+	if (in == NULL)
 		return 0;
+	if (st == NULL || st->aes == NULL || len > INT_MAX)
+		return -1;
 	while (len > 0) {
 		size_t n = SSH_CIPHER_STREAM - st->used;
 		const unsigned char *ks;
@@ -104,7 +136,7 @@ static int ssh_cipher_do(EVP_CIPHER_CTX *ctx, unsigned char *out,
 					      ssh_cipher_zeros,
 					      SSH_CIPHER_STREAM) != 1 ||
 			    made != SSH_CIPHER_STREAM)
-				return 0;
+				return -1;
 			st->used = 0;
 			n = SSH_CIPHER_STREAM;
 		}
@@ -128,6 +160,30 @@ static int ssh_cipher_do(EVP_CIPHER_CTX *ctx, unsigned char *out,
 		out += n;
 		len -= n;
 	}
+	st->done += total;
+	return (int)total;
+}
+
+/* EVP_CIPHER_CTX_copy copied the state's bytes: the copy gets an AES
+ * context of its own, at the same counter. */
+static int ssh_cipher_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void *ptr)
+{
+	struct ssh_cipher_state *st = EVP_CIPHER_CTX_get_cipher_data(ctx);
+	EVP_CIPHER_CTX *from;
+
+	(void)arg;
+	(void)ptr;
+	if (type != EVP_CTRL_COPY)
+		return -1;
+	if (st == NULL || st->aes == NULL)
+		return 1;
+	from = st->aes;
+	st->aes = EVP_CIPHER_CTX_new();
+	if (st->aes == NULL || EVP_CIPHER_CTX_copy(st->aes, from) != 1) {
+		EVP_CIPHER_CTX_free(st->aes);
+		st->aes = NULL;
+		return 0;
+	}
 	return 1;
 }
 
@@ -138,59 +194,61 @@ static int ssh_cipher_cleanup(EVP_CIPHER_CTX *ctx)
 	if (st != NULL) {
 		EVP_CIPHER_CTX_free(st->aes);
 		st->aes = NULL;
-		OPENSSL_cleanse(st->stream, sizeof(st->stream));
 	}
-	return 1;
+	return 1; /* OpenSSL clears the state's bytes as it frees them */
 }
 
 static void ssh_cipher_make(void)
 {
 	for (size_t i = 0; i < SSH_CIPHER_NKINDS; i++) {
 		const struct ssh_cipher_kind *k = &ssh_cipher_kinds[i];
-		/* Block size 1, as OpenSSL's CTR: EVP_EncryptUpdate then
-		 * passes any length straight to ssh_cipher_do. */
+		/* Block size 1, as OpenSSL's CTR. */
 		EVP_CIPHER *m = EVP_CIPHER_meth_new(k->nid, 1, k->key_len);
 
-		if (m == NULL || !EVP_CIPHER_meth_set_iv_length(m, 16) ||
+		if (m == NULL ||
+		    !EVP_CIPHER_meth_set_iv_length(m, SSH_CIPHER_BLOCK) ||
 		    !EVP_CIPHER_meth_set_flags(
 			    m, EVP_CIPH_CTR_MODE | EVP_CIPH_ALWAYS_CALL_INIT |
-				       EVP_CIPH_CUSTOM_IV) ||
+				       EVP_CIPH_CUSTOM_IV |
+				       EVP_CIPH_FLAG_CUSTOM_CIPHER |
+				       EVP_CIPH_CUSTOM_COPY) ||
 		    !EVP_CIPHER_meth_set_init(m, ssh_cipher_init) ||
 		    !EVP_CIPHER_meth_set_do_cipher(m, ssh_cipher_do) ||
+		    !EVP_CIPHER_meth_set_ctrl(m, ssh_cipher_ctrl) ||
 		    !EVP_CIPHER_meth_set_cleanup(m, ssh_cipher_cleanup) ||
 		    !EVP_CIPHER_meth_set_impl_ctx_size(
 			    m, (int)sizeof(struct ssh_cipher_state))) {
 			EVP_CIPHER_meth_free(m);
-			m = NULL; /* OpenSSL's own, called per block, serves */
+			m = NULL;
 		}
 		ssh_cipher_meths[i] = m;
 	}
 }
 
-/* The fetched implementation when this file's could not be made: the
- * caller gets a working AES-CTR either way. */
+/* This file's cipher, or when it could not be made libcrypto's own
+ * function's. Never a fetch here: OpenSSL's first fetch fills its table of
+ * names by calling these very functions. */
 static const EVP_CIPHER *ssh_cipher_get(size_t i)
 {
-	static EVP_CIPHER *fallback[SSH_CIPHER_NKINDS];
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	const EVP_CIPHER *c;
+	const EVP_CIPHER *(*libcrypto)(void) = NULL;
+	void *sym;
 
 	pthread_once(&ssh_cipher_once, ssh_cipher_make);
 	if (ssh_cipher_meths[i] != NULL)
 		return ssh_cipher_meths[i];
-	pthread_mutex_lock(&lock);
-	if (fallback[i] == NULL)
-		fallback[i] =
-			EVP_CIPHER_fetch(NULL, ssh_cipher_kinds[i].fetch, NULL);
-	c = fallback[i];
-	pthread_mutex_unlock(&lock);
-	return c;
+	sym = dlsym(RTLD_NEXT, ssh_cipher_kinds[i].fn);
+	if (sym == NULL)
+		return NULL;
+	memcpy(&libcrypto, &sym, sizeof(libcrypto)); /* POSIX allows it */
+	return libcrypto();
 }
 
 /* These definitions in the executable are found before libcrypto's by
  * every library's lookup of the names (as an allocator's malloc is), so
- * libssh2's cipher table points at them. Anyone else in the process who
- * asks gets an AES-CTR that gives the same bytes for any call lengths. */
+ * libssh2's cipher table points at them, and so does OpenSSL's table of
+ * names. Anyone else in the process who asks gets an AES-CTR that gives
+ * the same bytes, though not the parameters only a provider's cipher
+ * reports (the updated IV, for one). */
 const EVP_CIPHER *EVP_aes_128_ctr(void)
 {
 	return ssh_cipher_get(0);

@@ -1,10 +1,12 @@
 /* The SSH sessions' AES-CTR (providers/ssh_cipher.c) gives OpenSSL's bytes
- * for every way libssh2 or anyone else may call it, and is what a library's
- * lookup of EVP_aes_128_ctr finds. */
+ * for every way libssh2 or anyone else may call it, and is what libssh2's
+ * cipher table and OpenSSL's table of names point at. */
 #include "providers/ssh_cipher.h"
 #include "tests/unit/check.h"
 
+#include <dlfcn.h>
 #include <libssh2.h>
+#include <link.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <stdbool.h>
@@ -50,13 +52,93 @@ static bool run(const EVP_CIPHER *cipher, const unsigned char *key,
 			ok = EVP_CipherUpdate(ctx, out + o, &made, in + o,
 					      (int)n) == 1 &&
 			     made == (int)n;
-		else
+		else /* the bytes made, as OpenSSL's AES-CTR answers */
 			ok = EVP_Cipher(ctx, out + o, in + o,
-					(unsigned int)n) == 1;
+					(unsigned int)n) == (int)n;
 		o += n;
 	}
 	EVP_CIPHER_CTX_free(ctx);
 	return ok;
+}
+
+/* The sequence of a test below, with cipher: key and IV given apart, in
+ * either order, a new key alone after some bytes. */
+static bool keys_apart(const EVP_CIPHER *cipher, const unsigned char *key,
+		       const unsigned char *key2, const unsigned char *iv,
+		       unsigned char *out)
+{
+	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+	int n = 0;
+	bool ok = ctx != NULL &&
+		  EVP_EncryptInit_ex(ctx, cipher, NULL, NULL, NULL) == 1 &&
+		  EVP_EncryptInit_ex(ctx, NULL, NULL, NULL, iv) == 1 &&
+		  EVP_EncryptInit_ex(ctx, NULL, NULL, key, NULL) == 1 &&
+		  EVP_EncryptUpdate(ctx, out, &n, plain, 1000) == 1 &&
+		  n == 1000 &&
+		  /* 1,000 bytes: the next key goes on from block 63 */
+		  EVP_EncryptInit_ex(ctx, NULL, NULL, key2, NULL) == 1 &&
+		  EVP_EncryptUpdate(ctx, out + 1000, &n, plain + 1000,
+				    LEN - 1000) == 1 &&
+		  n == LEN - 1000;
+
+	EVP_CIPHER_CTX_free(ctx);
+	return ok;
+}
+
+/* A copy made midway goes on as the original does, each on its own. */
+static bool copied(const EVP_CIPHER *cipher, const unsigned char *key,
+		   const unsigned char *iv, unsigned char *a, unsigned char *b)
+{
+	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+	EVP_CIPHER_CTX *dup = EVP_CIPHER_CTX_new();
+	int n = 0;
+	bool ok = ctx != NULL && dup != NULL &&
+		  EVP_EncryptInit_ex(ctx, cipher, NULL, key, iv) == 1 &&
+		  EVP_EncryptUpdate(ctx, a, &n, plain, 20000) == 1 &&
+		  EVP_CIPHER_CTX_copy(dup, ctx) == 1;
+
+	memcpy(b, a, 20000);
+	ok = ok && EVP_EncryptUpdate(ctx, a + 20000, &n, plain + 20000,
+				     LEN - 20000) == 1;
+	EVP_CIPHER_CTX_free(ctx); /* the copy keeps working without it */
+	ok = ok && EVP_EncryptUpdate(dup, b + 20000, &n, plain + 20000,
+				     LEN - 20000) == 1;
+	EVP_CIPHER_CTX_free(dup);
+	return ok;
+}
+
+/* What libssh2's loaded, relocated data holds: how many pointers to want
+ * and to other (its cipher table points at EVP_aes_128_ctr). */
+struct slots {
+	const void *want, *other;
+	int n_want, n_other;
+	bool seen;
+};
+
+static int slots_count(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct slots *s = data;
+
+	(void)size;
+	if (strstr(info->dlpi_name, "libssh2.so") == NULL)
+		return 0;
+	s->seen = true;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr);
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
+			continue;
+		for (size_t o = 0; o + sizeof(void *) <= ph->p_memsz;
+		     o += sizeof(void *)) {
+			const void *v;
+
+			memcpy(&v, p + o, sizeof(v));
+			s->n_want += v == s->want;
+			s->n_other += v == s->other;
+		}
+	}
+	return 1;
 }
 
 int main(void)
@@ -84,9 +166,22 @@ int main(void)
 	srand(17);
 	CHECK(RAND_bytes(plain, LEN) == 1);
 	CHECK(RAND_bytes(key, sizeof(key)) == 1);
+	CHECK(libssh2_init(0) == 0); /* libssh2 loaded, as in the daemon */
 #if LIBSSH2_VERSION_NUM < 0x010b00
-	/* libssh2's relocations find this file's cipher */
 	CHECK(ssh_cipher_bulk());
+	{
+		struct slots s = {0};
+
+		s.want = (const void *)(uintptr_t)EVP_aes_128_ctr;
+		s.other = dlsym(RTLD_NEXT, "EVP_aes_128_ctr"); /* libcrypto's */
+		CHECK(s.other != NULL && s.other != s.want);
+		dl_iterate_phdr(slots_count, &s);
+		CHECK(s.seen);
+		CHECK(s.n_want >= 1);
+		CHECK(s.n_other == 0);
+	}
+	/* and so does OpenSSL's own table of names */
+	CHECK(EVP_get_cipherbyname("aes-128-ctr") == EVP_aes_128_ctr());
 #else
 	CHECK(!ssh_cipher_bulk());
 #endif
@@ -114,6 +209,25 @@ int main(void)
 		}
 	}
 
+	/* key and IV apart, a new key alone: as OpenSSL's own does */
+	{
+		unsigned char key2[32];
+		EVP_CIPHER *aes = EVP_CIPHER_fetch(NULL, "AES-192-CTR", NULL);
+
+		CHECK(RAND_bytes(key2, sizeof(key2)) == 1);
+		CHECK(keys_apart(aes, key, key2, ivs[1], want));
+		memset(got, 0, LEN);
+		CHECK(keys_apart(EVP_aes_192_ctr(), key, key2, ivs[1], got));
+		CHECK(memcmp(got, want, LEN) == 0);
+		EVP_CIPHER_free(aes);
+	}
+
+	/* a copy */
+	CHECK(reference("AES-128-CTR", key, ivs[2]));
+	CHECK(copied(EVP_aes_128_ctr(), key, ivs[2], got, back));
+	CHECK(memcmp(got, want, LEN) == 0);
+	CHECK(memcmp(back, want, LEN) == 0);
+
 	/* a new counter for the same key, as EVP_CipherInit_ex allows */
 	{
 		EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
@@ -135,7 +249,7 @@ int main(void)
 
 		CHECK(EVP_CipherInit(ctx, EVP_aes_256_ctr(), NULL, NULL, 1) ==
 		      1);
-		CHECK(EVP_Cipher(ctx, got, plain, 16) != 1);
+		CHECK(EVP_Cipher(ctx, got, plain, 16) == -1);
 		EVP_CIPHER_CTX_free(ctx);
 	}
 
@@ -146,6 +260,8 @@ int main(void)
 		CHECK(byname != NULL);
 		CHECK(reference("AES-256-CTR", key, ivs[3]));
 		CHECK(run(byname, key, ivs[3], 1, plain, got, 16, false));
+		CHECK(memcmp(got, want, LEN) == 0);
+		CHECK(run(byname, key, ivs[3], 1, plain, got, 0, true));
 		CHECK(memcmp(got, want, LEN) == 0);
 	}
 	return check_summary("ssh_cipher");
