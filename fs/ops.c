@@ -65,10 +65,14 @@ static struct fsctx *fs_ctx(void)
  * resolution): their cached attributes are dropped before it returns, so
  * `stat` right after tells the truth. The file the request was made on is
  * refreshed by the kernel itself and is not waited for (inval_serve).
+ * With one thread (-s) nothing is waited for: a drop may make the kernel
+ * ask this very thread (a lookup of a name whose time ran out on the way
+ * to it, the write-back of a page dirty through a shared mapping).
  */
 static int fs_done(int rc)
 {
-	inval_flush(fs_ctx()->inval);
+	if (!fs_ctx()->singlethread)
+		inval_flush(fs_ctx()->inval);
 	inval_serve(NULL);
 	return rc;
 }

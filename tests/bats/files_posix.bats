@@ -44,7 +44,14 @@ teardown() {
 	if [ -n "$HOSTS" ]; then
 		testhosts_stop "$HOSTS" || true
 	fi
+	local fusectl=
+	if [ -e "$TESTDIR/fusectl" ]; then # mounted by bounded
+		fusectl=1
+	fi
 	cclfs_teardown
+	if [ -n "$fusectl" ]; then
+		umount /sys/fs/fuse/connections 2>/dev/null || true
+	fi
 	# the hosts node's directory on the test host, by the name we chose
 	if [ "$KIND" = ssh ] && [ -n "$CNAME" ]; then
 		rm -rf "/root/.cclfs/$CNAME"
@@ -553,6 +560,105 @@ io_through_daemon() {
 	on local-nopt
 	with_other_user
 	posix_other_user "$OTHER"
+}
+
+# ------------------------------------------------- one thread (-s)
+# With -s the one thread serves every request, and cannot wait for the
+# kernel's drops after a command: they may send it a lookup (a name whose
+# time ran out on the way to a file) or the write-back of a page dirtied
+# through a shared mapping. A command returns, and what it changed shows
+# within a second (cclfs(1)). A hang fails the test at its timeout.
+
+# Run "$@" in the background for 30 s at most. A request the daemon never
+# answers may hold its caller beyond SIGKILL (a page's write-back waits
+# uninterruptibly), so at the end the mount's connection is aborted
+# (fusectl, mounted for it when it is not: unmounted in teardown), which
+# fails every request still waiting, and the test fails.
+bounded() {
+	local here=$PWD pid i dev rc
+	"$@" &
+	pid=$!
+	cd / # waiting in the mount would hang this shell too
+	for i in $(seq 1 300); do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			wait "$pid"
+			rc=$?
+			cd "$here" || return 1
+			return "$rc"
+		fi
+		sleep 0.1
+	done
+	echo "still running after 30 s: $*" >&2
+	dev=$(awk -v m="$MNT" '$5 == m { print $3 }' /proc/self/mountinfo)
+	if [ ! -d "/sys/fs/fuse/connections/${dev#*:}" ]; then
+		mount -t fusectl none /sys/fs/fuse/connections &&
+			touch "$TESTDIR/fusectl"
+	fi
+	echo 1 >"/sys/fs/fuse/connections/${dev#*:}/abort" || true
+	kill -9 "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return 1
+}
+
+# Run the node command $1 by writing E, 30 s at most.
+exec_bounded() {
+	bounded bash -c 'printf "%s\n" "$1" >"$2"' _ "$1" "$E"
+}
+
+# Poll (10 s at most) until "cat $1" prints $2.
+shows() {
+	local i
+	for i in $(seq 1 100); do
+		[ "$(cat "$1")" = "$2" ] && return 0
+		sleep 0.1
+	done
+	echo "$1: $(cat "$1"), not $2" >&2
+	return 1
+}
+
+@test "local: one thread: a command after the names' time ran out" {
+	cclfs_setup -s
+	KIND=local
+	CNAME=s$BATS_TEST_NUMBER
+	posix_deploy local
+	cd "$D"
+	mkdir d
+	echo old >d/f
+	ls -l d >/dev/null
+	sleep 1.2 # the kernel's names under files/ are 0.9 s old at most
+	exec_bounded 'echo more >>d/f && echo new >d/g'
+	shows d/f "old
+more"
+	shows d/g new
+	[ "$(cat "$NODE/exit_status")" = 0 ]
+}
+
+@test "local-nopt: one thread: a command while a page is dirty through a shared mapping" {
+	cclfs_setup -s -o nopassthrough
+	KIND=local
+	CNAME=s$BATS_TEST_NUMBER
+	posix_deploy local
+	cd "$D"
+	head -c 8192 /dev/zero >m
+	echo old >f
+	cat >"$TESTDIR/map.py" <<-'PY'
+		import mmap, os, sys
+		fd = os.open("m", os.O_RDWR)
+		m = mmap.mmap(fd, 8192, mmap.MAP_SHARED)
+		m[0:5] = b"dirty"  # not written back yet
+		with open(sys.argv[1], "w") as e:
+		    e.write("echo new >f\n")
+		m.flush()
+		m.close()
+		os.close(fd)
+		print("done")
+	PY
+	run bounded python3 "$TESTDIR/map.py" "$E"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$output" = done ]
+	shows f new
+	[ "$(node_exec 'head -c 5 m')" = dirty ]
 }
 
 # ---------------------------------------------------------------- ssh
