@@ -70,18 +70,30 @@ struct model_files *fs_files_get(struct model *m, const char *handle,
 		rc_;                                                           \
 	})
 
+/* A lock held elsewhere when the caller may not wait: EDEADLK, what
+ * fcntl(2) answers for a wait that could never end. */
+static int fs_files_nowait(int rc)
+{
+	return rc == -EAGAIN || rc == -EWOULDBLOCK ? -EDEADLK : rc;
+}
+
 int fs_files_lock(struct model_files *f, uint64_t fh, uint64_t owner, int cmd,
-		  struct flock *fl)
+		  struct flock *fl, bool wait)
 {
 	if (cmd != F_SETLKW)
 		return model_files_lock(f, fh, owner, cmd, fl);
+	if (!wait)
+		return fs_files_nowait(
+			model_files_lock(f, fh, owner, F_SETLK, fl));
 	return FS_FILES_WAIT(model_files_lock(f, fh, owner, F_SETLK, fl));
 }
 
-int fs_files_flock(struct model_files *f, uint64_t fh, int op)
+int fs_files_flock(struct model_files *f, uint64_t fh, int op, bool wait)
 {
 	if (op & LOCK_NB)
 		return model_files_flock(f, fh, op & ~LOCK_NB);
+	if (!wait)
+		return fs_files_nowait(model_files_flock(f, fh, op));
 	return FS_FILES_WAIT(model_files_flock(f, fh, op));
 }
 

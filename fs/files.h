@@ -4,6 +4,7 @@
 #define CCLFS_FS_FILES_H
 
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
@@ -16,10 +17,12 @@ struct model_files *fs_files_get(struct model *m, const char *handle,
 				 const char *node, int *err);
 /* A POSIX record lock for owner (F_GETLK, F_SETLK, F_SETLKW) and flock
  * (LOCK_SH, LOCK_EX, LOCK_UN, with or without LOCK_NB): a wait ends when
- * the lock is granted or the request is interrupted (-EINTR). */
+ * the lock is granted or the request is interrupted (-EINTR). Without
+ * wait, a lock held elsewhere is -EDEADLK at once (one thread serves the
+ * mount: the holder's unlock through it would never come). */
 int fs_files_lock(struct model_files *f, uint64_t fh, uint64_t owner, int cmd,
-		  struct flock *fl);
-int fs_files_flock(struct model_files *f, uint64_t fh, int op);
+		  struct flock *fl, bool wait);
+int fs_files_flock(struct model_files *f, uint64_t fh, int op, bool wait);
 
 /*
  * Names libfuse gives a file that is removed while open (".fuse_hidden"

@@ -10,6 +10,7 @@
 #define FUSE_USE_VERSION 314
 #include "fs/inval.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <fuse.h>
 #include <fuse_lowlevel.h>
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct inval {
 	struct fuse *fuse;
@@ -138,14 +140,18 @@ static void *inval_main(void *arg)
 struct inval *inval_start(struct fuse *f, const char *mountpoint)
 {
 	struct inval *inv = calloc(1, sizeof(*inv));
+	pthread_condattr_t mono;
 
 	if (!inv)
 		return NULL;
 	inv->fuse = f;
 	inv->mountpoint = mountpoint ? strdup(mountpoint) : NULL;
+	pthread_condattr_init(&mono);
+	pthread_condattr_setclock(&mono, CLOCK_MONOTONIC);
 	pthread_mutex_init(&inv->lock, NULL);
 	pthread_cond_init(&inv->cond, NULL);
-	pthread_cond_init(&inv->done, NULL);
+	pthread_cond_init(&inv->done, &mono); /* inval_flush's bound */
+	pthread_condattr_destroy(&mono);
 	if (pthread_create(&inv->thread, NULL, inval_main, inv)) {
 		pthread_mutex_destroy(&inv->lock);
 		pthread_cond_destroy(&inv->cond);
@@ -326,16 +332,28 @@ void inval_attrs_below(struct inval *inv, const char *prefix)
 	free(full);
 }
 
+/* How long a request waits for the drops: they take milliseconds, unless
+ * the kernel needs a request served for them (a lookup, a page's
+ * write-back, a directory lock the waiting request's caller holds) that
+ * no free thread can serve. Then the request goes on after this, the
+ * drops a moment later. */
+#define INVAL_FLUSH_MAX_MS 1000
+
 void inval_flush(struct inval *inv)
 {
 	uint64_t target;
+	struct timespec until;
 
 	if (!inv)
 		return;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += INVAL_FLUSH_MAX_MS / 1000;
 	pthread_mutex_lock(&inv->lock);
 	target = inv->queued;
 	while (!inv->stop && inv->sent < target)
-		pthread_cond_wait(&inv->done, &inv->lock);
+		if (pthread_cond_timedwait(&inv->done, &inv->lock, &until) ==
+		    ETIMEDOUT)
+			break;
 	pthread_mutex_unlock(&inv->lock);
 }
 

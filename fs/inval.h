@@ -38,7 +38,8 @@ void inval_attrs_below(struct inval *inv, const char *prefix);
 void inval_serve(const char *path);
 
 /* Wait until every path queued so far has been sent, so that the side
- * effects of a request are visible when it returns. */
+ * effects of a request are visible when it returns; a second at most
+ * (the kernel may need a request served to take a drop). */
 void inval_flush(struct inval *inv);
 
 #endif

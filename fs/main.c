@@ -203,7 +203,9 @@ int main(int argc, char *argv[])
 
 	fs.uid = getuid();
 	fs.mountpoint = cmd.mountpoint;
-	fs.singlethread = cmd.singlethread;
+	/* One worker is one thread: what may not wait with -s may not with
+	 * it either. */
+	fs.singlethread = cmd.singlethread || cmd.max_threads == 1;
 	fs.gid = getgid();
 	clock_gettime(CLOCK_REALTIME, &fs.mounted);
 	fuse_opt_add_arg(&args, "-odefault_permissions");

@@ -1957,7 +1957,8 @@ static int fs_lock(const char *path, struct fuse_file_info *fi, int cmd,
 
 	if (!h || !h->files)
 		return -ENOLCK; /* values are replaced whole: nothing to lock */
-	rc = fs_files_lock(h->files, h->pfh, fi->lock_owner, cmd, fl);
+	rc = fs_files_lock(h->files, h->pfh, fi->lock_owner, cmd, fl,
+			   !fs_ctx()->singlethread);
 	return cmd == F_GETLK || fl->l_type == F_UNLCK
 		       ? rc
 		       : fs_files_locked(path, h, rc);
@@ -1970,7 +1971,7 @@ static int fs_flock(const char *path, struct fuse_file_info *fi, int op)
 
 	if (!h || !h->files)
 		return -ENOLCK;
-	rc = fs_files_flock(h->files, h->pfh, op);
+	rc = fs_files_flock(h->files, h->pfh, op, !fs_ctx()->singlethread);
 	return (op & LOCK_UN) ? rc : fs_files_locked(path, h, rc);
 }
 

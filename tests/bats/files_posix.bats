@@ -23,6 +23,7 @@ setup() {
 	fi
 	OTHER=
 	OTHER_GROUP=
+	HOLDER=
 	HOSTS=
 	CNAME=
 	KIND=
@@ -31,6 +32,9 @@ setup() {
 teardown() {
 	[ -n "${TESTDIR:-}" ] || return 0
 	cd /
+	if [ -n "$HOLDER" ]; then
+		kill -9 "$HOLDER" 2>/dev/null || true
+	fi
 	if [ "$KIND" = local ]; then
 		cclfs_kill_node_processes
 	fi
@@ -44,14 +48,7 @@ teardown() {
 	if [ -n "$HOSTS" ]; then
 		testhosts_stop "$HOSTS" || true
 	fi
-	local fusectl=
-	if [ -e "$TESTDIR/fusectl" ]; then # mounted by bounded
-		fusectl=1
-	fi
 	cclfs_teardown
-	if [ -n "$fusectl" ]; then
-		umount /sys/fs/fuse/connections 2>/dev/null || true
-	fi
 	# the hosts node's directory on the test host, by the name we chose
 	if [ "$KIND" = ssh ] && [ -n "$CNAME" ]; then
 		rm -rf "/root/.cclfs/$CNAME"
@@ -572,11 +569,11 @@ io_through_daemon() {
 # Run "$@" in the background for 30 s at most. A request the daemon never
 # answers may hold its caller beyond SIGKILL (a page's write-back waits
 # uninterruptibly), so at the end the mount's connection is aborted
-# (fusectl, mounted for it when it is not: unmounted in teardown), which
-# fails every request still waiting, and the test fails.
+# (through fusectl, mounted in TESTDIR for it; or umount -f), which fails
+# every request still waiting, and so does the test.
 bounded() {
 	local here=$PWD pid i dev rc
-	"$@" &
+	"$@" 3>&- &
 	pid=$!
 	cd / # waiting in the mount would hang this shell too
 	for i in $(seq 1 300); do
@@ -590,13 +587,18 @@ bounded() {
 	done
 	echo "still running after 30 s: $*" >&2
 	dev=$(awk -v m="$MNT" '$5 == m { print $3 }' /proc/self/mountinfo)
-	if [ ! -d "/sys/fs/fuse/connections/${dev#*:}" ]; then
-		mount -t fusectl none /sys/fs/fuse/connections &&
-			touch "$TESTDIR/fusectl"
+	mkdir -p "$TESTDIR/fusectl"
+	if [ -n "$dev" ] && mount -t fusectl none "$TESTDIR/fusectl"; then
+		echo 1 >"$TESTDIR/fusectl/${dev#*:}/abort" || true
+		umount "$TESTDIR/fusectl" || true
+	else
+		umount -f -c "$MNT" || true
 	fi
-	echo 1 >"/sys/fs/fuse/connections/${dev#*:}/abort" || true
 	kill -9 "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
+	for i in $(seq 1 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
 	return 1
 }
 
@@ -609,15 +611,16 @@ exec_bounded() {
 shows() {
 	local i
 	for i in $(seq 1 100); do
-		[ "$(cat "$1")" = "$2" ] && return 0
+		[ "$(bounded cat "$1")" = "$2" ] && return 0
 		sleep 0.1
 	done
-	echo "$1: $(cat "$1"), not $2" >&2
+	echo "$1: $(bounded cat "$1"), not $2" >&2
 	return 1
 }
 
-@test "local: one thread: a command after the names' time ran out" {
-	cclfs_setup -s
+# $@: the options that give one thread.
+names_ran_out() {
+	cclfs_setup "$@"
 	KIND=local
 	CNAME=s$BATS_TEST_NUMBER
 	posix_deploy local
@@ -633,6 +636,14 @@ more"
 	[ "$(cat "$NODE/exit_status")" = 0 ]
 }
 
+@test "local: one thread: a command after the names' time ran out" {
+	names_ran_out -s
+}
+
+@test "local: one thread (-o max_threads=1): a command after the names' time ran out" {
+	names_ran_out -o max_threads=1
+}
+
 @test "local-nopt: one thread: a command while a page is dirty through a shared mapping" {
 	cclfs_setup -s -o nopassthrough
 	KIND=local
@@ -646,6 +657,7 @@ more"
 		fd = os.open("m", os.O_RDWR)
 		m = mmap.mmap(fd, 8192, mmap.MAP_SHARED)
 		m[0:5] = b"dirty"  # not written back yet
+		os.stat(".")  # the names on the way here are fresh
 		with open(sys.argv[1], "w") as e:
 		    e.write("echo new >f\n")
 		m.flush()
@@ -658,7 +670,62 @@ more"
 	[ "$status" -eq 0 ]
 	[ "$output" = done ]
 	shows f new
-	[ "$(node_exec 'head -c 5 m')" = dirty ]
+	exec_bounded 'head -c 5 m'
+	[ "$(cat "$NODE/stdout")" = dirty ]
+}
+
+# A process holding lock $1 (flock or lockf) on l, through the mount, in
+# the background as HOLDER (this shell keeps no descriptor of the mount:
+# its children's exits would have to be served by the one thread).
+hold() {
+	rm -f "$TESTDIR/held"
+	python3 -c '
+import fcntl, os, sys, time
+fd = os.open("l", os.O_RDWR)
+getattr(fcntl, sys.argv[1])(fd, fcntl.LOCK_EX)
+open(sys.argv[2], "w").close()
+time.sleep(60)
+' "$1" "$TESTDIR/held" 3>&- &
+	HOLDER=$!
+	for _ in $(seq 1 100); do
+		[ -e "$TESTDIR/held" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# Another process's blocking lock $1 on l: what it answered.
+try_lock() {
+	bounded python3 -c '
+import fcntl, os, sys
+fd = os.open("l", os.O_RDWR)
+try:
+    getattr(fcntl, sys.argv[1])(fd, fcntl.LOCK_EX)
+    print("granted")
+except OSError as e:
+    print(os.strerror(e.errno))
+' "$1"
+}
+
+@test "local: one thread: a lock held elsewhere is EDEADLK, not a wait" {
+	cclfs_setup -s
+	KIND=local
+	CNAME=s$BATS_TEST_NUMBER
+	posix_deploy local
+	cd "$D"
+	touch l
+	for how in flock lockf; do
+		hold "$how"
+		run try_lock "$how"
+		kill "$HOLDER"
+		wait "$HOLDER" || true
+		HOLDER=
+		echo "$how: $output"
+		[ "$output" = "Resource deadlock avoided" ]
+		# released: granted
+		run try_lock "$how"
+		[ "$output" = granted ]
+	done
 }
 
 # ---------------------------------------------------------------- ssh
