@@ -337,7 +337,7 @@ void inval_attrs_below(struct inval *inv, const char *prefix)
  * write-back, a directory lock the waiting request's caller holds) that
  * no free thread can serve. Then the request goes on after this, the
  * drops a moment later. */
-#define INVAL_FLUSH_MAX_MS 1000
+#define INVAL_FLUSH_MAX_S 1
 
 void inval_flush(struct inval *inv)
 {
@@ -347,7 +347,7 @@ void inval_flush(struct inval *inv)
 	if (!inv)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += INVAL_FLUSH_MAX_MS / 1000;
+	until.tv_sec += INVAL_FLUSH_MAX_S;
 	pthread_mutex_lock(&inv->lock);
 	target = inv->queued;
 	while (!inv->stop && inv->sent < target)
