@@ -391,7 +391,9 @@ static int remote_exec_all(struct remote *r, const struct provider_node *nodes,
 	return rc;
 }
 
-/* Connect to every node at once and make its working directory. */
+/* Connect to every node at once and make its working directory, 0700
+ * until a node command opens it, as a local node's: through the mount,
+ * another user's call in it runs with the login's rights. */
 int remote_mkdirs(struct remote *r, const struct provider_node *nodes, size_t n,
 		  struct cancel *cancel, char *err, size_t errlen)
 {
@@ -406,7 +408,7 @@ int remote_mkdirs(struct remote *r, const struct provider_node *nodes, size_t n,
 		char q[PROVIDER_PATH_MAX + 8];
 
 		if (ssh_quote(nodes[i].workdir, q, sizeof(q)) != 0 ||
-		    asprintf(&cmds[i], "mkdir -p %s", q) < 0) {
+		    asprintf(&cmds[i], "mkdir -p -m 700 %s", q) < 0) {
 			cmds[i] = NULL;
 			snprintf(err, errlen,
 				 "%s: the working directory is "

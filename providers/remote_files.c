@@ -1,7 +1,8 @@
 /* files/ of SSH nodes (hosts, ec2): each file operation of a node's
  * working directory as an SFTP request on the node's connection, with the
- * login's owner shown as the mounting user's, and record and flock locks
- * kept here, between the processes that go through the mount. */
+ * login's owner shown as the mounting user's, what another user makes
+ * given to them (when the login may), and record and flock locks kept
+ * here, between the processes that go through the mount. */
 #include "providers/remote.h"
 
 #include "providers/remote_attrs.h"
@@ -188,14 +189,62 @@ static void remote_ids_in(struct remote_node *nd,
 	remote_map_ids(st, uid, gid);
 }
 
-/* files/ itself is the mounting user's only, whatever the node's directory
- * allows: the SFTP server follows symbolic links anywhere in a path with
- * the login's rights, which with allow_other must not become another
- * local user's (a local node's files/ is contained by openat2 instead). */
-static int remote_files_root_private(int rc, const char *path, struct stat *st)
+/* Whether what the caller makes must be given to them, and to whom
+ * (*uid, *gid as the node numbers them): a caller other than the mounting
+ * user (allow_other), on a node whose login is root, which alone may give
+ * a file away. Another login makes the file its own, as a local node's
+ * daemon that is not root does. */
+static bool remote_maker(struct remote_node *nd,
+			 const struct provider_node *node, unsigned long *uid,
+			 unsigned long *gid)
 {
-	if (rc == 0 && *path == '\0')
-		st->st_mode &= ~(mode_t)(S_IRWXG | S_IRWXO);
+	const struct provider_caller *who = provider_caller_now;
+	unsigned long luid, lgid;
+
+	if (!who || who->uid == (uid_t)-1 ||
+	    (who->uid == getuid() && who->gid == getgid()))
+		return false;
+	remote_login_ids(nd, node, &luid, &lgid);
+	if (luid != 0)
+		return false;
+	*uid = who->uid == getuid() ? luid : who->uid;
+	*gid = who->gid == getgid() ? lgid : who->gid;
+	return true;
+}
+
+/* Give full, just made by the login, to its maker, as the node's kernel
+ * would have made it: the maker's user, and its group unless the
+ * directory is set-group-ID (then the directory's, which the file has
+ * already). */
+static int remote_give(struct remote_node *nd, const char *full,
+		       unsigned long uid, unsigned long gid)
+{
+	char dir[PROVIDER_PATH_MAX + 1];
+	const char *slash = strrchr(full, '/');
+	struct stat st;
+
+	if (slash && slash > full) {
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - full), full);
+		if (ssh_sftp_stat(remote_conn(nd), dir, &st) == 0 &&
+		    (st.st_mode & S_ISGID))
+			gid = st.st_gid;
+	}
+	return ssh_sftp_chown(remote_conn(nd), full, uid, gid, NULL);
+}
+
+/* What a call that made full leaves: rc, or when the made file cannot be
+ * given to its maker, the file removed (by `undo`) and the reason. */
+static int remote_made(struct remote_node *nd, const struct provider_node *node,
+		       const char *full, int rc,
+		       int (*undo)(struct ssh_conn *, const char *))
+{
+	unsigned long uid, gid;
+
+	if (rc || !remote_maker(nd, node, &uid, &gid))
+		return rc;
+	rc = remote_give(nd, full, uid, gid);
+	if (rc)
+		undo(remote_conn(nd), full);
 	return rc;
 }
 
@@ -246,7 +295,7 @@ static int remote_stat(struct remote_node *nd, const struct provider_node *node,
 		return rc;
 	remote_ids_in(nd, node, st);
 	remote_nlink(nd, rel, full, st);
-	return remote_files_root_private(0, rel, st);
+	return 0;
 }
 
 static int remote_files_getattr(struct provider *p,
@@ -300,6 +349,42 @@ static int remote_files_readdir(
 						       remote_list_fn, &l)));
 }
 
+/* ssh_sftp_open, and a file it makes given to its maker: then the file
+ * is made exclusively first, so that a file that was there already is
+ * never given away. */
+static int remote_open(struct remote_node *nd, const struct provider_node *node,
+		       const char *full, int flags, mode_t mode,
+		       struct ssh_file **f, struct stat *after)
+{
+	struct ssh_conn *c = remote_conn(nd);
+	unsigned long uid, gid;
+	int rc = -EEXIST;
+
+	if (!(flags & O_CREAT) || !remote_maker(nd, node, &uid, &gid))
+		return ssh_sftp_open(c, full, flags, mode, f, after);
+	/* Made or found: a few rounds while the node makes and removes it
+	 * in between. */
+	for (int round = 0; round < 8; round++) {
+		rc = ssh_sftp_open(c, full, flags | O_EXCL, mode, f, after);
+		if (rc == 0) {
+			rc = remote_give(nd, full, uid, gid);
+			if (rc) {
+				ssh_sftp_close(*f);
+				ssh_sftp_unlink(c, full);
+			}
+			if (after)
+				after->st_mode = 0; /* its owner changed */
+			return rc;
+		}
+		if (rc != -EEXIST || (flags & O_EXCL))
+			return rc;
+		rc = ssh_sftp_open(c, full, flags & ~O_CREAT, mode, f, after);
+		if (rc != -ENOENT)
+			return rc;
+	}
+	return rc;
+}
+
 static int remote_files_open(struct provider *p,
 			     const struct provider_node *node, const char *path,
 			     int flags, mode_t mode, uint64_t *fh)
@@ -323,8 +408,8 @@ static int remote_files_open(struct provider *p,
 	if (!rc && !hf->nd)
 		rc = -EIO;
 	if (!rc)
-		rc = ssh_sftp_open(remote_conn(hf->nd), full, flags, mode,
-				   &hf->f, &after);
+		rc = remote_open(hf->nd, node, full, flags, mode, &hf->f,
+				 &after);
 	if (changes)
 		remote_attrs_put_changed(hf->nd, path, &after, before);
 	else if (!rc)
@@ -616,8 +701,11 @@ static int remote_files_mkdir(struct provider *p,
 			      const struct provider_node *node,
 			      const char *path, mode_t mode)
 {
-	REMOTE_FILE_CHANGE(p, node, path,
-			   ssh_sftp_mkdir(remote_conn(nd_), full_, mode));
+	REMOTE_FILE_CHANGE(
+		p, node, path,
+		remote_made(nd_, node, full_,
+			    ssh_sftp_mkdir(remote_conn(nd_), full_, mode),
+			    ssh_sftp_rmdir));
 }
 
 static int remote_files_unlink(struct provider *p,
@@ -736,8 +824,11 @@ static int remote_files_symlink(struct provider *p,
 				const struct provider_node *node,
 				const char *target, const char *path)
 {
-	REMOTE_FILE_CHANGE(p, node, path,
-			   ssh_sftp_symlink(remote_conn(nd_), target, full_));
+	REMOTE_FILE_CHANGE(
+		p, node, path,
+		remote_made(nd_, node, full_,
+			    ssh_sftp_symlink(remote_conn(nd_), target, full_),
+			    ssh_sftp_unlink));
 }
 
 static int remote_files_readlink(struct provider *p,
@@ -794,7 +885,10 @@ static int remote_files_mknod(struct provider *p,
 			      const char *path, mode_t mode, dev_t dev)
 {
 	(void)dev;
-	REMOTE_FILE_CHANGE(p, node, path, remote_mknod(nd_, full_, mode));
+	REMOTE_FILE_CHANGE(p, node, path,
+			   remote_made(nd_, node, full_,
+				       remote_mknod(nd_, full_, mode),
+				       ssh_sftp_unlink));
 }
 
 static int remote_files_statfs(struct provider *p,

@@ -833,5 +833,5 @@ except OSError as e:
 @test "ssh: another user" {
 	on ssh
 	with_other_user
-	posix_other_user_refused "$OTHER"
+	posix_other_user "$OTHER"
 }

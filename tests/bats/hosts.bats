@@ -134,15 +134,16 @@ marked() {
 	[ ! -e "$(login 1)/.cclfs/x" ]
 }
 
-@test "files/ is the node's working directory over SFTP, the mounting user's only" {
+@test "files/ is the node's working directory over SFTP, 0700 until a command opens it" {
 	hosts_setup 2
 	cd "$MNT"
 	deploy c x 2
-	# files/ itself is the mounting user's only, even when a command
-	# opens the node's directory (the SFTP server follows links anywhere)
+	# the node's directory is made 0700, and files/ shows its mode
+	[ "$(stat -c %a "$(login 1)"/.cclfs/x/1)" = 700 ]
+	[ "$(stat -c %a clusters/x/nodes/1/files)" = 700 ]
 	echo 'chmod 755 .' >clusters/x/nodes/1/exec
 	[ "$(stat -c %a "$(login 1)"/.cclfs/x/1)" = 755 ]
-	[ "$(stat -c %a clusters/x/nodes/1/files)" = 700 ]
+	[ "$(stat -c %a clusters/x/nodes/1/files)" = 755 ]
 	mkdir -p "$TESTDIR/data/sub"
 	seq 1 200000 >"$TESTDIR/data/big.txt"
 	head -c 3000000 /dev/urandom >"$TESTDIR/data/sub/blob"
