@@ -37,7 +37,8 @@ hosts_setup() {
 			[ -z "${HOST_EXTRA:-}" ] || echo "$HOST_EXTRA"
 		done
 	} >"$TESTDIR/cclfs.conf"
-	cclfs_mount -o config="$TESTDIR/cclfs.conf"
+	# shellcheck disable=SC2086
+	cclfs_mount -o config="$TESTDIR/cclfs.conf" ${MOUNT_EXTRA:-}
 }
 
 teardown() {
@@ -568,9 +569,10 @@ deploy_mw() {
 	wait_state c terminated
 }
 
-@test "a login that is not root: files/ gives EACCES where its rights end, and rm of an open file it cannot read" {
-	# A user of this test's own (never one that exists), with a home of
-	# its own; the test hosts take the test's key from any user.
+# A test with one host whose login is NONROOT, a user of this test's own
+# (never one that exists) with a home of its own (the test hosts take the
+# test's key from any user); cclfs mounted with $@ besides.
+nonroot_setup() {
 	if getent passwd "cclfsnr$$" >/dev/null; then
 		echo "user cclfsnr$$ exists already" >&2
 		return 1
@@ -580,11 +582,15 @@ deploy_mw() {
 	NONROOT=cclfsnr$$
 	mkdir -m 0755 "/tmp/$NONROOT"
 	chown "$NONROOT" "/tmp/$NONROOT"
-	HOST_EXTRA="user = \"$NONROOT\"" hosts_setup 1
+	HOST_EXTRA="user = \"$NONROOT\"" MOUNT_EXTRA="$*" hosts_setup 1
 	# sshd reads the authorized keys as the user
 	chmod 0711 "$TESTDIR" "$HOSTS"
 	chmod 0644 "$HOSTS/authorized_keys"
 	cd "$MNT"
+}
+
+@test "a login that is not root: files/ gives EACCES where its rights end, and rm of an open file it cannot read" {
+	nonroot_setup
 	deploy c c 1
 	F=clusters/c/nodes/0/files
 	echo 'id -un; pwd' >clusters/c/nodes/0/exec
@@ -623,6 +629,40 @@ deploy_mw() {
 	echo two >&7
 	exec 7>&-
 	[ -z "$(ls -A "$W" | grep -v rootdir)" ]
+	echo terminated >clusters/c/state
+	wait_state c terminated
+}
+
+@test "a login that is not root, with allow_other: what another user makes is the login's, shown as the mounting user's" {
+	nonroot_setup -o allow_other
+	deploy c c 1
+	F=clusters/c/nodes/0/files
+	echo pwd >clusters/c/nodes/0/exec
+	W=$(cat clusters/c/nodes/0/stdout)
+	# private until the mounting user opens it
+	[ "$(stat -c %a "$W")" = 700 ]
+	[ "$(stat -c %a "$F")" = 700 ]
+	run runuser -u nobody -- ls "$F"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"Permission denied"* ]]
+	chmod 0755 "$F"
+	[ "$(stat -c %a "$W")" = 755 ]
+	mkdir -m 1777 "$F/drop"
+	runuser -u nobody -- sh -c "echo theirs >$F/drop/n"
+	# the login cannot give it away: it is the login's on the node
+	[ "$(stat -c %U "$W/drop/n")" = "$NONROOT" ]
+	[ "$(stat -c '%U %a' "$F/drop/n")" = "root 644" ]
+	[ "$(runuser -u nobody -- cat "$F/drop/n")" = theirs ]
+	# so the other user, who is not its owner, cannot write it again
+	run runuser -u nobody -- sh -c "echo again >>$F/drop/n"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"Permission denied"* ]]
+	[ "$(cat "$W/drop/n")" = theirs ]
+	# nor write where the modes shown refuse them
+	run runuser -u nobody -- touch "$F/x"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"Permission denied"* ]]
+	[ ! -e "$W/x" ]
 	echo terminated >clusters/c/state
 	wait_state c terminated
 }
