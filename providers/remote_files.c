@@ -28,6 +28,7 @@ struct remote_lock_owner {
 	struct remote_lock_owner *next;
 	uint64_t owner;
 	int fd; /* this owner's POSIX locks, as OFD locks */
+	const struct remote_file *by; /* the handle it first locked through */
 };
 
 struct remote_locks {
@@ -506,7 +507,11 @@ static int remote_files_ftruncate(struct provider *p, uint64_t fh, off_t size)
 }
 
 /* Drop a handle's hold on its file's locks (the last one frees them:
- * closing the descriptions releases whatever they held). */
+ * closing the descriptions releases whatever they held). The owners that
+ * first locked through it go with it: an OFD lock's owner is the open
+ * file description, which is this handle, and the kernel asks no unlock
+ * of it as the description closes; a process's POSIX locks end as it
+ * closes any descriptor of the file (the unlock came with the flush). */
 static void remote_locks_leave(struct remote_file *hf)
 {
 	struct remote_locks *lk = hf->locks, **pp;
@@ -516,6 +521,17 @@ static void remote_locks_leave(struct remote_file *hf)
 	pthread_mutex_lock(&remote_locks_mutex);
 	if (hf->flock_fd >= 0)
 		close(hf->flock_fd);
+	for (struct remote_lock_owner **op = &lk->owners; *op;) {
+		struct remote_lock_owner *o = *op;
+
+		if (o->by != hf) {
+			op = &o->next;
+			continue;
+		}
+		*op = o->next;
+		close(o->fd);
+		free(o);
+	}
 	if (--lk->users == 0) {
 		for (pp = &remote_locks_all; *pp; pp = &(*pp)->next)
 			if (*pp == lk) {
@@ -641,6 +657,7 @@ static int remote_files_lock(struct provider *p, uint64_t fh, uint64_t owner,
 			goto out;
 		}
 		o->owner = owner;
+		o->by = hf;
 		o->next = lk->owners;
 		lk->owners = o;
 	}

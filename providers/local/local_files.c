@@ -417,6 +417,10 @@ static int local_files_close(struct provider *p, uint64_t fh)
 {
 	(void)p;
 	local_locks_drop((int)fh);
+	/* Its flock ends with the handle, not with the description: the
+	 * description may live on as the kernel's backing file of other
+	 * opens of the file (passthrough), and the kernel asks no unlock. */
+	flock((int)fh, LOCK_UN | LOCK_NB);
 	return close((int)fh) ? -errno : 0;
 }
 

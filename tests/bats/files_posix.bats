@@ -175,6 +175,11 @@ with_other_user() {
 	posix_fifos
 }
 
+@test "plain: cp -a, tar and rsync -aH of a tree with links and a fifo" {
+	on plain
+	posix_tools
+}
+
 @test "plain: unix sockets" {
 	on plain
 	posix_sockets
@@ -281,6 +286,16 @@ with_other_user() {
 @test "local: fifos" {
 	on local
 	posix_fifos
+}
+
+@test "local: device nodes refused with EPERM" {
+	on local
+	posix_devices_refused
+}
+
+@test "local: cp -a, tar and rsync -aH of a tree with links and a fifo" {
+	on local
+	posix_tools
 }
 
 @test "local: unix sockets" {
@@ -753,6 +768,16 @@ except OSError as e:
 @test "ssh: fifos" {
 	on ssh
 	posix_fifos
+}
+
+@test "ssh: device nodes refused with EPERM" {
+	on ssh
+	posix_devices_refused
+}
+
+@test "ssh: cp -a, tar and rsync -aH of a tree with links" {
+	on ssh
+	posix_tools
 }
 
 @test "ssh: unix sockets" {
