@@ -8,6 +8,7 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,10 +54,16 @@ static void ec2_xml_quiet(void *ctx, const char *msg, ...)
 	(void)msg;
 }
 
+/* libxml2 2.9 makes its global mutex on a thread's first call unless the
+ * parser was initialised: two first calls at once (responses read side by
+ * side) each made one, and one was lost. */
+static pthread_once_t ec2_xml_once = PTHREAD_ONCE_INIT;
+
 xmlDoc *ec2_xml_read(const char *body, size_t len)
 {
 	if (!body || len == 0 || len > (size_t)0x7fffffff)
 		return NULL;
+	pthread_once(&ec2_xml_once, xmlInitParser);
 	/* The handler is the calling thread's. */
 	xmlSetGenericErrorFunc(NULL, ec2_xml_quiet);
 	return xmlReadMemory(body, (int)len, "response.xml", NULL,
