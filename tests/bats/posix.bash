@@ -263,11 +263,12 @@ posix_tools() {
 	ln -s ../a "$src/sub/s"
 	echo secret >"$src/sub/p600"
 	chmod 0600 "$src/sub/p600"
+	touch -h -d '2001-02-03 04:05:06' "$src/a" "$src/sub/s" "$src/sub/p600"
 	if [ "$POSIX_KIND" != ssh ]; then
 		mkfifo -m 0640 "$src/f"
+		touch -h -d '2002-03-04 05:06:07' "$src/f"
 	fi
-	touch -h -d '2001-02-03 04:05:06' "$src/a" "$src/sub/s" "$src/sub/p600"
-	touch -d '2002-03-04 05:06:07' "$src/sub" "$src/f" 2>/dev/null || touch -d '2002-03-04 05:06:07' "$src/sub"
+	touch -d '2002-03-04 05:06:07' "$src/sub"
 	local want
 	want=$(cd "$src" && find . -mindepth 1 -printf '%p %y %m %n %T@\n' | sort)
 	cp -a "$src" cpa
