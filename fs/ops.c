@@ -139,11 +139,13 @@ static struct model_files *fs_files(const struct fspath *p, int *err)
 		err_;                                                          \
 	})
 
-/* The I/O size that cp and others take from st_blksize: one FUSE request
- * of the largest size the kernel sends (max_write, 1 MiB), not the disk's
- * 4 KiB, which makes cp read and write 128 KiB at a time, each a round
- * trip through the daemon. */
-#define FS_FILES_BLKSIZE (1 << 20)
+/* The I/O size that cp and others take from st_blksize. Not the disk's
+ * 4 KiB, for which cp moves 128 KiB at a time, and not FUSE's largest
+ * request (1 MiB): a buffer that big no longer stays in the CPU's cache
+ * between the read and the write that copy it, and cp then took twice as
+ * long in or out of a local node, a quarter longer out of an SSH node
+ * (bench/files.sh). 256 KiB was the fastest of 128 KiB to 1 MiB both ways. */
+#define FS_FILES_BLKSIZE (256 << 10)
 
 static int fs_files_blksize(int rc, struct stat *st)
 {
