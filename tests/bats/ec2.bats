@@ -9,6 +9,7 @@ load helpers
 load fakeec2
 load mpiring
 load ec2suite
+load cloudfiles
 
 FAKE_NET=127.0.2
 
@@ -137,6 +138,33 @@ teardown() {
 	echo terminated >clusters/pm/state
 	wait_state pm terminated
 	nothing_left
+}
+
+@test "files/ of an ec2 node: the instance's working directory over SFTP, kept across interrupt and resume with a new address" {
+	ec2_setup
+	ec2_mount
+	contract c 2
+	echo f1 >contracts/c/deploy
+	wait_state f1 running
+	cloudfiles_check f1 0
+	cloudfiles_check f1 1
+	printf 'kept\n' >clusters/f1/nodes/1/files/k
+	before=$(sed -n 's/^address: //p' clusters/f1/nodes/1/status)
+	echo interrupted >clusters/f1/state
+	wait_state f1 interrupted
+	run cat clusters/f1/nodes/1/files/k
+	[ "$status" -ne 0 ]
+	echo resumed >clusters/f1/state
+	wait_state f1 running
+	[ "$(sed -n 's/^address: //p' clusters/f1/nodes/1/status)" != "$before" ]
+	[ "$(cat clusters/f1/nodes/1/files/k)" = kept ]
+	echo 'echo $SSH_CONNECTION; cat k' >clusters/f1/nodes/1/exec
+	[ "$(tail -1 clusters/f1/nodes/1/stdout)" = kept ]
+	printf 'again\n' >>clusters/f1/nodes/1/files/k
+	[ "$(cat clusters/f1/nodes/1/files/k)" = "$(printf 'kept\nagain')" ]
+	rm clusters/f1/nodes/1/files/k
+	echo terminated >clusters/f1/state
+	wait_state f1 terminated
 }
 
 @test "throttling, 5xx and timeouts are retried; the ClientToken never launches twice" {

@@ -8,6 +8,7 @@
 load helpers
 load fakegce
 load mpiring
+load cloudfiles
 
 FAKE_NET=127.0.5
 
@@ -102,6 +103,31 @@ teardown() {
 	pk=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["private_key"].splitlines()[1])' "$KEY")
 	! grep -rqF -- "$pk" "$MNT/clusters" "$TESTDIR/daemon.log" "$STATE"
 	! grep -rq 'ya29\.' "$MNT/clusters" "$TESTDIR/daemon.log" "$STATE"
+}
+
+@test "files/ of gcp nodes: the manager's and a worker's through the manager, over SFTP, kept across interrupt and resume" {
+	gcp_setup
+	gce_mount
+	gce_contract mw 2 ManagerWorkers
+	echo f1 >contracts/mw/deploy
+	wait_state f1 running
+	cloudfiles_check f1 manager
+	cloudfiles_check f1 1
+	printf 'kept\n' >clusters/f1/nodes/1/files/k
+	echo interrupted >clusters/f1/state
+	wait_state f1 interrupted
+	run cat clusters/f1/nodes/1/files/k
+	[ "$status" -ne 0 ]
+	echo resumed >clusters/f1/state
+	wait_state f1 running
+	[ "$(cat clusters/f1/nodes/1/files/k)" = kept ]
+	printf 'again\n' >>clusters/f1/nodes/1/files/k
+	echo 'cat k' >clusters/f1/nodes/1/exec
+	[ "$(cat clusters/f1/nodes/1/stdout)" = "$(printf 'kept\nagain')" ]
+	rm clusters/f1/nodes/1/files/k
+	echo terminated >clusters/f1/state
+	wait_state f1 terminated
+	gce_nothing_left
 }
 
 @test "ManagerWorkers on gcp: one bulkInsert per role, workers only through the manager" {

@@ -1,0 +1,37 @@
+# files/ of a cloud node (ec2, gcp): the node's working directory over SFTP
+# on the instance's session, as on a hosts node (files_posix.bats runs the
+# whole conformance suite there). Shell commands only.
+
+# cloudfiles_check CLUSTER RANK: links, symbolic links, a rename over an
+# existing file, a node command's changes shown at once, statfs.
+cloudfiles_check() {
+	local n=$MNT/clusters/$1/nodes/$2
+	local d=$n/files
+	printf 'one\n' >"$d/a"
+	echo 'cat a' >"$n/exec"
+	[ "$(cat "$n/stdout")" = one ]
+	ln "$d/a" "$d/b"
+	[ "$(stat -c %h "$d/a")" = 2 ]
+	ln -s a "$d/s"
+	[ "$(readlink "$d/s")" = a ]
+	[ "$(cat "$d/s")" = one ]
+	mkdir "$d/dir"
+	printf 'two\n' >"$d/dir/t"
+	mv "$d/dir/t" "$d/a"
+	[ "$(cat "$d/a")" = two ]
+	[ "$(cat "$d/b")" = one ]
+	chmod 640 "$d/b"
+	touch -m -d '2001-02-03 04:05:06 UTC' "$d/b"
+	echo 'stat -c "%h %a %Y %F" b; readlink s; ls dir | wc -l' >"$n/exec"
+	[ "$(cat "$n/stdout")" = "$(printf '1 640 981173106 regular file\na\n0')" ]
+	# What a command changes shows as soon as its exec returns.
+	echo 'echo three >a; echo c >c; rm b' >"$n/exec"
+	[ "$(cat "$d/a")" = three ]
+	[ "$(cat "$d/c")" = c ]
+	[ ! -e "$d/b" ]
+	[ "$(stat -f -c %b "$d")" -gt 0 ]
+	rm "$d/a" "$d/c" "$d/s"
+	rmdir "$d/dir"
+	echo 'ls -d a c s dir 2>/dev/null | wc -l' >"$n/exec"
+	[ "$(cat "$n/stdout")" = 0 ]
+}
