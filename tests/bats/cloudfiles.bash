@@ -35,3 +35,25 @@ cloudfiles_check() {
 	echo 'ls -d a c s dir 2>/dev/null | wc -l' >"$n/exec"
 	[ "$(cat "$n/stdout")" = 0 ]
 }
+
+# cloudfiles_kept CLUSTER RANK: a file written through files/ is out of
+# reach while the cluster is interrupted, and there again, read and written
+# on both sides, once it is resumed (the instance on a new address).
+cloudfiles_kept() {
+	local n=$MNT/clusters/$1/nodes/$2
+	local before
+	before=$(sed -n 's/^address: //p' "$n/status")
+	printf 'kept\n' >"$n/files/k"
+	echo interrupted >"$MNT/clusters/$1/state"
+	wait_state "$1" interrupted
+	run cat "$n/files/k"
+	[ "$status" -ne 0 ]
+	echo resumed >"$MNT/clusters/$1/state"
+	wait_state "$1" running
+	[ "$(sed -n 's/^address: //p' "$n/status")" != "$before" ]
+	[ "$(cat "$n/files/k")" = kept ]
+	printf 'again\n' >>"$n/files/k"
+	echo 'cat k' >"$n/exec"
+	[ "$(cat "$n/stdout")" = "$(printf 'kept\nagain')" ]
+	rm "$n/files/k"
+}

@@ -148,21 +148,7 @@ teardown() {
 	wait_state f1 running
 	cloudfiles_check f1 0
 	cloudfiles_check f1 1
-	printf 'kept\n' >clusters/f1/nodes/1/files/k
-	before=$(sed -n 's/^address: //p' clusters/f1/nodes/1/status)
-	echo interrupted >clusters/f1/state
-	wait_state f1 interrupted
-	run cat clusters/f1/nodes/1/files/k
-	[ "$status" -ne 0 ]
-	echo resumed >clusters/f1/state
-	wait_state f1 running
-	[ "$(sed -n 's/^address: //p' clusters/f1/nodes/1/status)" != "$before" ]
-	[ "$(cat clusters/f1/nodes/1/files/k)" = kept ]
-	echo 'echo $SSH_CONNECTION; cat k' >clusters/f1/nodes/1/exec
-	[ "$(tail -1 clusters/f1/nodes/1/stdout)" = kept ]
-	printf 'again\n' >>clusters/f1/nodes/1/files/k
-	[ "$(cat clusters/f1/nodes/1/files/k)" = "$(printf 'kept\nagain')" ]
-	rm clusters/f1/nodes/1/files/k
+	cloudfiles_kept f1 1
 	echo terminated >clusters/f1/state
 	wait_state f1 terminated
 }

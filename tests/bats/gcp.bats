@@ -113,18 +113,7 @@ teardown() {
 	wait_state f1 running
 	cloudfiles_check f1 manager
 	cloudfiles_check f1 1
-	printf 'kept\n' >clusters/f1/nodes/1/files/k
-	echo interrupted >clusters/f1/state
-	wait_state f1 interrupted
-	run cat clusters/f1/nodes/1/files/k
-	[ "$status" -ne 0 ]
-	echo resumed >clusters/f1/state
-	wait_state f1 running
-	[ "$(cat clusters/f1/nodes/1/files/k)" = kept ]
-	printf 'again\n' >>clusters/f1/nodes/1/files/k
-	echo 'cat k' >clusters/f1/nodes/1/exec
-	[ "$(cat clusters/f1/nodes/1/stdout)" = "$(printf 'kept\nagain')" ]
-	rm clusters/f1/nodes/1/files/k
+	cloudfiles_kept f1 1
 	echo terminated >clusters/f1/state
 	wait_state f1 terminated
 	gce_nothing_left
