@@ -144,7 +144,8 @@ static struct model_files *fs_files(const struct fspath *p, int *err)
  * request (1 MiB): a buffer that big no longer stays in the CPU's cache
  * between the read and the write that copy it, and cp then took twice as
  * long in or out of a local node, a quarter longer out of an SSH node
- * (bench/files.sh). 256 KiB was the fastest of 128 KiB to 1 MiB both ways. */
+ * (dd of each size on one mount, docs/performance.md). 256 KiB was the
+ * fastest of 128 KiB to 1 MiB both ways. */
 #define FS_FILES_BLKSIZE (256 << 10)
 
 static int fs_files_blksize(int rc, struct stat *st)
