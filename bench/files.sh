@@ -9,7 +9,8 @@
 #                         back out (tar -cf - | tar -xf -)
 #
 # Contenders, all in one run, interleaved (the order alternates from round
-# to round), ROUNDS rounds, medians reported:
+# to round; the big file is copied in and back out by each contender before
+# the next one's turn), ROUNDS rounds, medians reported:
 #
 #   local   files/ of a local node (clusters/L/nodes/0/files)
 #   plain   a plain directory on the same file system as that node's
@@ -239,20 +240,31 @@ run_op() { # op contender round
 
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 CONTENDERS=(local plain ssh sshfs scp)
+# An untimed copy of the big file's size (sync, then cp and rm), before
+# each timed big copy: the first big copy after another kind of work takes
+# up to 10x longer here, whoever makes it.
+warm() {
+	sync
+	cp "$SRC/big" "$BACK/warm" && rm -f "$BACK/warm"
+}
 for ((r = 1; r <= ROUNDS; r++)); do
 	order=("${CONTENDERS[@]}")
 	if ((r % 2 == 0)); then
 		order=(scp sshfs ssh plain local)
 	fi
-	for op in big_in big_out small_in small_out; do
-		# The first big copy after another kind of work (the copies
-		# in, for the first copy out) takes up to 10x longer here,
-		# whoever makes it: an untimed copy of the same size takes
-		# that turn, so it falls on no contender.
-		if [ "$op" = big_in ] || [ "$op" = big_out ]; then
-			sync
-			cp "$SRC/big" "$BACK/warm" && rm -f "$BACK/warm"
-		fi
+	# The big file: each contender copies it in and back out (which
+	# removes it) before the next one starts. Left in place for a later
+	# phase, the copies in filled memory a gigabyte each, and a copy in
+	# took up to 8x longer in the third place of a round than in the
+	# first two, whoever made it (this machine's memory is handed back to
+	# its host when freed and costs again when taken).
+	for who in "${order[@]}"; do
+		warm
+		run_op big_in "$who" "$r"
+		warm
+		run_op big_out "$who" "$r"
+	done
+	for op in small_in small_out; do
 		for who in "${order[@]}"; do
 			run_op "$op" "$who" "$r"
 		done
@@ -302,7 +314,7 @@ mbps() { # op ms
 	echo "contenders:  local = files/ of a local node; plain = a directory on the same file system"
 	echo "             ssh = files/ of a hosts node on an sshd test host at $ADDR (this machine);"
 	echo "             sshfs ($SSHFS_VERSION, default options) and scp to the same host"
-	echo "rounds:      $ROUNDS, contenders interleaved (order reversed every other round), sync before each, an untimed big copy before each big phase; median ms"
+	echo "rounds:      $ROUNDS, contenders interleaved (order reversed every other round), each contender's big copy in then out before the next's, sync and an untimed big copy before each big copy; median ms"
 	echo "load:        $LOAD_BEFORE before the rounds, $(cut -d' ' -f1-3 /proc/loadavg) after (1, 5, 15 min; others share the machine)"
 	echo
 	printf '%-10s %-8s %10s %9s   %-8s %10s %8s %8s %s\n' operation who ms MiB/s vs "their ms" ratio target result
