@@ -122,6 +122,8 @@ make_outside() {
 	expect_eq "$(cat into/b)" one "through a node's link"
 	# sizes, types and modes as on disk
 	expect_eq "$(stat -c '%s %F %a %u %g' d/p)" "$(stat -c '%s %F %a %u %g' "$W/d/p")" "stat d/p"
+	# the I/O size cp takes its buffer from (cclfs(1): 256 KiB)
+	expect_eq "$(stat -c %o d/p)" 262144 "st_blksize of d/p"
 	expect_eq "$(ls d | tr '\n' ' ')" "e l o p " "ls d"
 	rm d/l d/o d/p d/e/b into
 	rmdir d/e d

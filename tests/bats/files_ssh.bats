@@ -253,6 +253,11 @@ EOF
 	[ "$(stat -c %s f)" = 16384 ]
 }
 
+@test "a regular file shows an I/O size of 256 KiB (what cp sizes its buffer by)" {
+	echo x >f
+	[ "$(stat -c %o f)" = 262144 ]
+}
+
 @test "chown and chgrp as on the node; the login's files are the mounting user's" {
 	touch f
 	[ "$(stat -c '%u %g' f)" = "$(id -u) $(id -g)" ]
