@@ -29,8 +29,9 @@
 # Knobs (environment): BIN (the cclfs binary, default build/cclfs), BIG_MB,
 # SMALL_N, ROUNDS (default 4: even, so that both orders count alike),
 # HOST_K (default 171), OUT (default bench/results), COMMIT (the commit
-# BIN was built from, when it is not this tree's HEAD). Needs root (sshd on
-# port 22, statedir), sshfs and fusermount3.
+# BIN was built from, when it is not this tree's HEAD), QUIET_MS (default
+# 2500, see settle). Needs root (sshd on port 22, statedir), sshfs and
+# fusermount3.
 set -euo pipefail
 export LC_ALL=C
 
@@ -49,9 +50,11 @@ die() {
 	exit 1
 }
 
+QUIET_MS=${QUIET_MS:-2500}
 for v in BIG_MB SMALL_N ROUNDS HOST_K; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v: not a positive integer: ${!v}"
 done
+[[ $QUIET_MS =~ ^[0-9]+$ ]] || die "QUIET_MS: not a number of milliseconds: $QUIET_MS"
 [ "$HOST_K" -le 254 ] || die "HOST_K: at most 254"
 [ "$(id -u)" = 0 ] || die "run as root: the test host is an sshd on port 22"
 [ -x "$BIN" ] || die "no cclfs binary at $BIN (set BIN)"
@@ -200,11 +203,55 @@ wait_mounted "$SSHFS_MNT" "$SSHFS_PID" "$WORK/sshfs.log"
 declare -A DIR=([local]=$LOCAL [plain]=$PLAIN [ssh]=$SSHN [sshfs]=$SSHFS_MNT)
 declare -A TIMES=() # "op contender" -> "ms ms ms"
 
+# Memory this machine frees goes back to its host (virtio-balloon free
+# page reporting), in passes about 2 s after it was freed, and memory taken
+# back after that costs: writing 1 GiB into new pages of the page cache took
+# 2.5-3.2 s with such pages and 0.3-0.5 s with pages just freed, and a copy
+# that overlapped a pass took up to 5x longer. Where the kernel shows it,
+# each operation waits until no pass has run for QUIET_MS (at most 20 s).
+REPORTED=/sys/module/page_reporting/parameters/reported_kib
+[ -r "$REPORTED" ] || REPORTED=''
+reported() { # KiB handed back so far (0 without page reporting)
+	if [ -n "$REPORTED" ]; then cat "$REPORTED"; else echo 0; fi
+}
+settle() {
+	local last now start quiet_since
+	sync
+	[ -n "$REPORTED" ] && [ "$QUIET_MS" -gt 0 ] || return 0
+	last=$(reported)
+	start=${EPOCHREALTIME/./}
+	quiet_since=$start
+	while :; do
+		sleep 0.1
+		now=$(reported)
+		if [ "$now" != "$last" ]; then
+			last=$now
+			quiet_since=${EPOCHREALTIME/./}
+		fi
+		((${EPOCHREALTIME/./} - quiet_since >= QUIET_MS * 1000)) && break
+		((${EPOCHREALTIME/./} - start >= 20000000)) && break
+	done
+}
+# An untimed write and removal of a file of the big file's size, right
+# before each timed big copy, so that the copy takes pages just freed
+# rather than pages the host took back. Written 4 MiB at a time: the page
+# cache then holds it in large folios, whose pages serve a later write of
+# any size. With cp (copy_file_range, small folios) before it, a write of
+# 256 KiB or 1 MiB at a time still took pages the host had (1.0 and 1.8 s
+# for 1 GiB against 0.45 s with 32 KiB writes); after this one, 0.4-0.5 s
+# with each.
+warm() {
+	dd if="$SRC/big" of="$BACK/warm" bs=4M status=none && rm -f "$BACK/warm"
+}
+REPORT_HITS=0 # timed operations during which a pass ran
+
 # Run one operation of one contender in round R, timed; what it leaves
 # behind for the next operation stays, the rest is removed untimed.
 run_op() { # op contender round
-	local op=$1 who=$2 r=$3 d=${DIR[$2]:-} t0 t1
-	sync
+	local op=$1 who=$2 r=$3 d=${DIR[$2]:-} t0 t1 k0 k1 note=''
+	settle
+	[[ $op == big* ]] && warm
+	k0=$(reported)
 	t0=${EPOCHREALTIME/./}
 	case $op/$who in
 	big_in/scp) scp -q -F "$SSH_CFG" "$SRC/big" "root@$ADDR:$REMOTE/scp/big" ;;
@@ -217,6 +264,11 @@ run_op() { # op contender round
 	small_out/*) mkdir "$BACK/small" && tar -C "$d/small.$r" -cf - . | tar -C "$BACK/small" -xf - ;;
 	esac
 	t1=${EPOCHREALTIME/./}
+	k1=$(reported)
+	if [ "$k1" != "$k0" ]; then
+		REPORT_HITS=$((REPORT_HITS + 1))
+		note=" ($(((k1 - k0) / 1024)) MiB handed back to the host meanwhile)"
+	fi
 	TIMES["$op $who"]+="$(((t1 - t0) / 1000)) "
 	# checks, untimed
 	case $op in
@@ -235,18 +287,11 @@ run_op() { # op contender round
 		rm -rf "$BACK/small"
 		;;
 	esac
-	echo "  round $r $op $who: $(((t1 - t0) / 1000)) ms" >&2
+	echo "  round $r $op $who: $(((t1 - t0) / 1000)) ms$note" >&2
 }
 
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 CONTENDERS=(local plain ssh sshfs scp)
-# An untimed copy of the big file's size (sync, then cp and rm), before
-# each timed big copy: the first big copy after another kind of work takes
-# up to 10x longer here, whoever makes it.
-warm() {
-	sync
-	cp "$SRC/big" "$BACK/warm" && rm -f "$BACK/warm"
-}
 for ((r = 1; r <= ROUNDS; r++)); do
 	order=("${CONTENDERS[@]}")
 	if ((r % 2 == 0)); then
@@ -259,9 +304,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	# first two, whoever made it (this machine's memory is handed back to
 	# its host when freed and costs again when taken).
 	for who in "${order[@]}"; do
-		warm
 		run_op big_in "$who" "$r"
-		warm
 		run_op big_out "$who" "$r"
 	done
 	for op in small_in small_out; do
@@ -314,7 +357,12 @@ mbps() { # op ms
 	echo "contenders:  local = files/ of a local node; plain = a directory on the same file system"
 	echo "             ssh = files/ of a hosts node on an sshd test host at $ADDR (this machine);"
 	echo "             sshfs ($SSHFS_VERSION, default options) and scp to the same host"
-	echo "rounds:      $ROUNDS, contenders interleaved (order reversed every other round), each contender's big copy in then out before the next's, sync and an untimed big copy before each big copy; median ms"
+	echo "rounds:      $ROUNDS, contenders interleaved (order reversed every other round), each contender's big copy in then out before the next's; before each operation sync and a wait for the host's memory reporting to be quiet for $QUIET_MS ms, before each big copy an untimed write (4 MiB at a time) and removal of a file of its size; median ms"
+	if [ -n "$REPORTED" ]; then
+		echo "memory:      freed memory is handed back to the host (free page reporting); a pass ran during $REPORT_HITS of $((ROUNDS * 20)) timed operations"
+	else
+		echo "memory:      no free page reporting"
+	fi
 	echo "load:        $LOAD_BEFORE before the rounds, $(cut -d' ' -f1-3 /proc/loadavg) after (1, 5, 15 min; others share the machine)"
 	echo
 	printf '%-10s %-8s %10s %9s   %-8s %10s %8s %8s %s\n' operation who ms MiB/s vs "their ms" ratio target result
