@@ -139,13 +139,11 @@ static struct model_files *fs_files(const struct fspath *p, int *err)
 		err_;                                                          \
 	})
 
-/* The I/O size that cp and others take from st_blksize. Not the disk's
- * 4 KiB, for which cp moves 128 KiB at a time, and not FUSE's largest
- * request (1 MiB): a buffer that big no longer stays in the CPU's cache
- * between the read and the write that copy it, and cp then took twice as
- * long in or out of a local node, a quarter longer out of an SSH node
- * (dd of each size on one mount, docs/performance.md). 256 KiB was the
- * fastest of 128 KiB to 1 MiB both ways. */
+/* The I/O size that cp and others take from st_blksize: twice the 128 KiB
+ * cp moves at a time on a disk (of 4 KiB), which halves the requests of a
+ * copy that goes through the daemon (an SSH node's). Larger sizes, up to
+ * FUSE's largest request (1 MiB), were measured no faster
+ * (docs/performance.md, "I/O size"). */
 #define FS_FILES_BLKSIZE (256 << 10)
 
 static int fs_files_blksize(int rc, struct stat *st)
