@@ -140,8 +140,9 @@ static struct model_files *fs_files(const struct fspath *p, int *err)
 	})
 
 /* The I/O size that cp and others take from st_blksize: twice the 128 KiB
- * cp moves at a time on a disk (of 4 KiB), which halves the requests of a
- * copy that goes through the daemon (an SSH node's). Larger sizes, up to
+ * cp moves at a time on a disk (of 4 KiB), which halves the write requests
+ * of a copy into an SSH node (written-only files bypass the page cache, so
+ * each write is a request through the daemon). Larger sizes, up to
  * FUSE's largest request (1 MiB), were measured no faster
  * (docs/performance.md, "I/O size"). */
 #define FS_FILES_BLKSIZE (256 << 10)
