@@ -5,6 +5,7 @@
 #include "providers/remote.h"
 
 #include "providers/cancel.h"
+#include "providers/remote_ahead.h"
 #include "providers/remote_attrs.h"
 #include "providers/ssh_sftp.h"
 #include "providers/sshkey.h"
@@ -146,6 +147,10 @@ void remote_put(struct remote_node *nd)
 		pthread_mutex_unlock(&r->lock);
 		if (!free_it)
 			return;
+		/* What was opened ahead there fails at once, not at a
+		 * timeout of a host that went away. */
+		ssh_conn_stop(nd->conn);
+		remote_ahead_forget(nd->conn);
 		ssh_conn_free(nd->conn);
 		remote_attrs_forget(nd);
 		free(nd);
@@ -783,6 +788,8 @@ void remote_free(struct remote *r)
 				continue;
 			}
 			*pp = nd->next;
+			ssh_conn_stop(nd->conn);
+			remote_ahead_forget(nd->conn);
 			ssh_conn_free(nd->conn);
 			free(nd);
 		}

@@ -5,6 +5,7 @@
  * here, between the processes that go through the mount. */
 #include "providers/remote.h"
 
+#include "providers/remote_ahead.h"
 #include "providers/remote_attrs.h"
 #include "providers/ssh_sftp.h"
 
@@ -313,7 +314,29 @@ struct remote_list {
 	const char *dir;
 	int (*fn)(void *ctx, const char *name, const struct stat *st);
 	void *ctx;
+	/* the files worth reading ahead (remote_ahead.h) */
+	char **ahead;
+	size_t n_ahead, cap_ahead;
 };
+
+/* Note name among l's files to read ahead. */
+static void remote_list_ahead(struct remote_list *l, const char *name)
+{
+	if (l->n_ahead == l->cap_ahead) {
+		size_t cap = l->cap_ahead ? 2 * l->cap_ahead : 64;
+		char **nv;
+
+		if (cap > REMOTE_AHEAD_LIST)
+			return;
+		nv = realloc(l->ahead, cap * sizeof(*nv));
+		if (!nv)
+			return;
+		l->ahead = nv;
+		l->cap_ahead = cap;
+	}
+	if ((l->ahead[l->n_ahead] = strdup(name)) != NULL)
+		l->n_ahead++;
+}
 
 static int remote_list_fn(void *ctx, const char *name, const struct stat *st)
 {
@@ -333,8 +356,24 @@ static int remote_list_fn(void *ctx, const char *name, const struct stat *st)
 			 name);
 		if (many || remote_linked_has(l->nd, rel))
 			remote_linked_set(l->nd, rel, many);
+		if (s.st_size > 0 && s.st_size <= REMOTE_AHEAD_SIZE)
+			remote_list_ahead(l, name);
 	}
 	return l->fn(l->ctx, name, &s);
+}
+
+/* The listing of full, and its files worth reading ahead noted. */
+static int remote_list(struct remote_list *l, const char *full)
+{
+	int rc = ssh_sftp_readdir(remote_conn(l->nd), full, remote_list_fn, l);
+
+	if (rc == 0)
+		remote_ahead_listed(remote_conn(l->nd), full,
+				    (const char *const *)l->ahead, l->n_ahead);
+	for (size_t i = 0; i < l->n_ahead; i++)
+		free(l->ahead[i]);
+	free(l->ahead);
+	return rc;
 }
 
 static int remote_files_readdir(
@@ -345,9 +384,7 @@ static int remote_files_readdir(
 	struct remote_list l = {
 		.node = node, .dir = path, .fn = fn, .ctx = ctx};
 
-	REMOTE_FILE_CALL(p, node, path,
-			 (l.nd = nd_, ssh_sftp_readdir(remote_conn(nd_), full_,
-						       remote_list_fn, &l)));
+	REMOTE_FILE_CALL(p, node, path, (l.nd = nd_, remote_list(&l, full_)));
 }
 
 /* ssh_sftp_open, and a file it makes given to its maker: then the file
@@ -392,7 +429,7 @@ static int remote_files_open(struct provider *p,
 {
 	struct remote_file *hf = calloc(1, sizeof(*hf));
 	char full[PROVIDER_PATH_MAX + 1], e[SSH_ERR_MAX];
-	bool changes = flags & (O_CREAT | O_TRUNC);
+	bool changes = flags & (O_CREAT | O_TRUNC), ahead;
 	uint64_t before = remote_attrs_epoch();
 	struct stat after = {0};
 	int rc;
@@ -408,7 +445,13 @@ static int remote_files_open(struct provider *p,
 	hf->nd = rc ? NULL : remote_get(p->remote, node, e, sizeof(e));
 	if (!rc && !hf->nd)
 		rc = -EIO;
-	if (!rc)
+	/* A file of a directory being copied out may be open already. */
+	ahead = !rc &&
+		(flags & (O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND)) ==
+			O_RDONLY &&
+		remote_ahead_take(remote_conn(hf->nd), full, &hf->f, &after,
+				  &before);
+	if (!rc && !ahead)
 		rc = remote_open(hf->nd, node, full, flags, mode, &hf->f,
 				 &after);
 	if (changes)

@@ -226,7 +226,7 @@ struct ssh_file {
 	 * the stripes, libssh2's read-ahead) was read; reseek: the next
 	 * read drops libssh2's. */
 	uint64_t x_seen;
-	bool reseek;
+	bool reseek, a_busy;
 	/* The size of a regular file as the open saw it, until the handle
 	 * writes or sets a size, or a command ends (-1: unknown): a read that
 	 * ends there short of what it asked is at the end of the file, with no
@@ -246,6 +246,9 @@ struct ssh_file {
 	off_t run_end;
 	uint64_t run_len;
 	struct sftp_stripe st[SFTP_STRIPES];
+	/* ssh_sftp_ahead_start: the read of the file's first bytes in flight
+	 * (a_busy) before anyone else has the file. */
+	struct sftp_req a_req;
 };
 
 /* The twin's open, apart from its file: a file closed while it is under
@@ -1543,7 +1546,9 @@ static int sftp_read_locked(struct ssh_file *f, char *buf, size_t size,
 			memcpy(buf + got, f->s_buf + (off - f->s_off), n);
 			got += n;
 			off += (off_t)n;
-			if (got == size)
+			/* at the size the open saw: the end, as a short answer
+			 * there is (a read from there asks the node again) */
+			if (got == size || off == f->o_size)
 				return (int)got;
 			continue;
 		}
@@ -2018,6 +2023,65 @@ int ssh_sftp_read(struct ssh_file *f, char *buf, size_t size, off_t off)
 	return rc;
 }
 
+int ssh_sftp_ahead_start(struct ssh_file *f, size_t size)
+{
+	struct sftp_req *q = &f->a_req;
+	int rc;
+
+	pthread_mutex_lock(&f->lock);
+	if (size > f->s_cap) {
+		char *nb = realloc(f->s_buf, size);
+
+		if (!nb) {
+			pthread_mutex_unlock(&f->lock);
+			return -ENOMEM;
+		}
+		f->s_buf = nb;
+		f->s_cap = size;
+	}
+	memset(q, 0, sizeof(*q));
+	q->op = SFTP_READ;
+	q->f = f;
+	q->buf = f->s_buf;
+	q->size = size;
+	f->s_len = 0;
+	f->r_at = -1;
+	rc = sftp_start(f->c, q);
+	f->a_busy = rc == 0;
+	pthread_mutex_unlock(&f->lock);
+	return rc;
+}
+
+int ssh_sftp_ahead_end(struct ssh_file *f)
+{
+	int rc;
+
+	pthread_mutex_lock(&f->lock);
+	if (!f->a_busy) {
+		pthread_mutex_unlock(&f->lock);
+		return 0;
+	}
+	f->a_busy = false;
+	rc = sftp_end(f->c, &f->a_req, 0);
+	if (rc == 0) {
+		f->s_off = 0;
+		f->s_len = f->a_req.done;
+		f->r_at = (off_t)f->a_req.done;
+	}
+	pthread_mutex_unlock(&f->lock);
+	return rc;
+}
+
+struct ssh_conn *ssh_sftp_second(struct ssh_conn *c)
+{
+	return ssh_conn_bulk(c);
+}
+
+bool ssh_sftp_current(const struct ssh_file *f)
+{
+	return f->gen == ssh_conn_generation(f->c);
+}
+
 int ssh_sftp_write(struct ssh_file *f, const char *buf, size_t size, off_t off)
 {
 	size_t done = 0;
@@ -2137,6 +2201,7 @@ int ssh_sftp_close(struct ssh_file *f)
 	struct sftp_req q = {.op = SFTP_CLOSE, .f = f};
 	int rc, wrc, trc;
 
+	(void)ssh_sftp_ahead_end(f);
 	pthread_mutex_lock(&f->lock);
 	wrc = sftp_wb_drain(f);
 	trc = sftp_twin_end(f);

@@ -6,6 +6,7 @@
 
 #include "providers/ssh.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -30,6 +31,18 @@ int ssh_sftp_readdir(struct ssh_conn *c, const char *path,
 int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 		  struct ssh_file **out, struct stat *after);
 int ssh_sftp_read(struct ssh_file *f, char *buf, size_t size, off_t off);
+/* Read the first size bytes of a file just opened, kept for the reads to
+ * come: started here, in flight meanwhile, and waited for by
+ * ssh_sftp_ahead_end, which must come before any other call on f but
+ * ssh_sftp_close (returns 0, or the read's error: then nothing is kept). */
+int ssh_sftp_ahead_start(struct ssh_file *f, size_t size);
+int ssh_sftp_ahead_end(struct ssh_file *f);
+/* The host's second session, made on first use (NULL when c goes through
+ * another node's session or is stopping): files opened there are read
+ * beside c's own requests. Freed with c. */
+struct ssh_conn *ssh_sftp_second(struct ssh_conn *c);
+/* Whether f's handle belongs to its connection's session as it is now. */
+bool ssh_sftp_current(const struct ssh_file *f);
 /* A command ended on a node (it may have changed any node's files, as
  * mpiexec does): what open files read ahead is read again. */
 void ssh_sftp_files_changed(void);

@@ -30,7 +30,7 @@ setup() {
 		TESTHOSTS_SFTP="internal-sftp -P posix-rename" \
 			testhosts_start "$HOSTS" 1 "$FIRST"
 		;;
-	*"reaches the server"*)
+	*"reaches the server"* | *"reach the server"*)
 		TESTHOSTS_SFTP="/usr/lib/openssh/sftp-server -e -l DEBUG3 2>>$TESTDIR/sftp.log" \
 			testhosts_start "$HOSTS" 1 "$FIRST"
 		;;
@@ -709,4 +709,73 @@ assert rest == b"y" * (size - at), "the stripes kept"
 os.close(fd)
 PY
 	[ "$(sessions)" = 2 ]
+}
+
+# Small files of a directory opened in its listing's order (tar, cp -r)
+# are opened and read ahead of their opens, on the node's two sessions.
+# The order is the server's, as `ls -U` on the node shows it.
+listed() { # dir: its files in the listing's order
+	on_node "ls -U $1"
+}
+
+@test "files of a directory read in its order come whole, and fresh after a change on the node or through the mount" {
+	on_node 'mkdir d && cd d && for i in $(seq 10 49); do head -c $((i * 97 % 9000)) /dev/urandom >f$i; done && : >empty && head -c 70000 /dev/urandom >big'
+	mapfile -t order < <(listed d)
+	[ "${#order[@]}" = 42 ]
+	# a copy out of the whole directory, twice: byte for byte
+	for round in 1 2; do
+		rm -rf "$TESTDIR/out"
+		mkdir "$TESTDIR/out"
+		tar -C d -cf - . | tar -C "$TESTDIR/out" -xf -
+		[ "$(cd "$TESTDIR/out" && sha256sum -- * | sort)" = \
+			"$(on_node 'cd d && sha256sum -- * | sort')" ]
+	done
+	# two files in order: the next ones are on their way; then changes
+	ls d >/dev/null
+	cat "d/${order[0]}" "d/${order[1]}" >/dev/null
+	on_node "cd d && echo node >${order[2]} && rm ${order[3]} && echo more >>${order[4]}"
+	echo mount >"d/${order[5]}"
+	rm "d/${order[6]}"
+	[ "$(cat "d/${order[2]}")" = node ]
+	fails_with "No such file" cat "d/${order[3]}"
+	[ "$(tail -c 5 "d/${order[4]}")" = more ]
+	[ "$(cat "d/${order[5]}")" = mount ]
+	fails_with "No such file" cat "d/${order[6]}"
+	[ "$(sha256sum <"d/${order[7]}")" = \
+		"$(on_node "sha256sum <d/${order[7]}")" ]
+}
+
+@test "files read in a directory's order: the next few reach the server ahead of their reads, one file read alone not" {
+	on_node 'mkdir d e && for i in $(seq 10 29); do head -c 3000 /dev/urandom >d/f$i; head -c 3000 /dev/urandom >e/f$i; done'
+	mapfile -t order < <(listed d)
+	mapfile -t other < <(listed e)
+	opens() { # path under files/: how many opens reached the server
+		grep -c "open \"[^\"]*/$1\"" "$TESTDIR/sftp.log" || true
+	}
+	ls e >/dev/null
+	cat "e/${other[0]}" >/dev/null
+	ls d >/dev/null
+	cat "d/${order[0]}" "d/${order[1]}" >/dev/null
+	for _ in $(seq 1 100); do
+		n=0
+		for i in $(seq 2 9); do
+			n=$((n + $(opens "d/${order[$i]}")))
+		done
+		[ "$n" -ge 8 ] && break
+		sleep 0.1
+	done
+
+	# the eight after the two, once each, and none further
+	for i in $(seq 2 9); do
+		[ "$(opens "d/${order[$i]}")" = 1 ]
+	done
+	for i in $(seq 10 19); do
+		[ "$(opens "d/${order[$i]}")" = 0 ]
+	done
+	# a single file of a listed directory: that one only
+	[ "$(opens "e/${other[0]}")" = 1 ]
+	[ "$(grep -c 'open "[^"]*/e/' "$TESTDIR/sftp.log")" = 1 ]
+	# what was opened ahead and not wanted is closed soon after
+	sleep 1
+	[ "$(grep -c 'close "[^"]*/d/' "$TESTDIR/sftp.log")" = 10 ]
 }
