@@ -36,6 +36,7 @@ struct ahead_file {
 	uint64_t epoch; /* remote_attrs_epoch before the open */
 	int64_t ns;	/* when the open started */
 	bool busy;	/* its open or read is in flight (the thread's) */
+	bool stale;	/* found too old by an open: for the sweep alone */
 };
 
 struct ahead_dir {
@@ -106,7 +107,7 @@ void remote_ahead_listed(struct ssh_conn *c, const char *dir,
 static bool ahead_has(const struct ssh_conn *c, const char *path)
 {
 	for (struct ahead_file *a = ahead_files; a; a = a->next)
-		if (a->c == c && strcmp(a->path, path) == 0)
+		if (!a->stale && a->c == c && strcmp(a->path, path) == 0)
 			return true;
 	return false;
 }
@@ -166,7 +167,7 @@ static struct ahead_file *ahead_expired(void)
 	while (*pp) {
 		struct ahead_file *a = *pp;
 
-		if (a->busy || now - a->ns < REMOTE_ATTRS_NS) {
+		if (a->busy || (!a->stale && now - a->ns < REMOTE_ATTRS_NS)) {
 			pp = &a->next;
 			continue;
 		}
@@ -177,8 +178,6 @@ static struct ahead_file *ahead_expired(void)
 	return old;
 }
 
-/* Open a's file (the lock not held); with the file's first bytes asked
- * when they are few: true while that read is in flight. */
 /* c's second session when it is up (else NULL). */
 static struct ssh_conn *ahead_second(struct ssh_conn *c)
 {
@@ -217,6 +216,8 @@ static void ahead_warm(struct ahead_dir *d)
 	pthread_cond_broadcast(&ahead_cv);
 }
 
+/* Open a's file (the lock not held); with the file's first bytes asked
+ * when they are few: true while that read is in flight. */
 static bool ahead_open(struct ahead_file *a, int lane, struct ssh_file **f,
 		       struct stat *st)
 {
@@ -377,7 +378,7 @@ bool remote_ahead_take(const struct ssh_conn *c, const char *path,
 	}
 again:
 	for (pp = &ahead_files; (a = *pp) != NULL; pp = &a->next)
-		if (a->c == c && strcmp(a->path, path) == 0)
+		if (!a->stale && a->c == c && strcmp(a->path, path) == 0)
 			break;
 	if (!a) {
 		pthread_mutex_unlock(&ahead_mu);
@@ -387,12 +388,19 @@ again:
 		pthread_cond_wait(&ahead_cv, &ahead_mu);
 		goto again;
 	}
-	*pp = a->next;
-	pthread_mutex_unlock(&ahead_mu);
 	/* Opened so lately, with nothing changed since through the mount or
 	 * by a command, that a new open would see the same file. */
 	ok = a->f && ahead_now() - a->ns < REMOTE_ATTRS_NS &&
 	     remote_attrs_epoch() == a->epoch && ssh_sftp_current(a->f);
+	if (!ok && a->f) {
+		/* Its close is the sweep's: this open does not wait for it. */
+		a->stale = true;
+		ahead_wake();
+		pthread_mutex_unlock(&ahead_mu);
+		return false;
+	}
+	*pp = a->next;
+	pthread_mutex_unlock(&ahead_mu);
 	if (ok) {
 		*f = a->f;
 		*st = a->st;

@@ -1493,6 +1493,21 @@ int ssh_sftp_open(struct ssh_conn *c, const char *path, int flags, mode_t mode,
 	return 0;
 }
 
+/* f->s_buf grown to hold size bytes (f->lock held): 0 or -ENOMEM. */
+static int sftp_keep_room(struct ssh_file *f, size_t size)
+{
+	char *nb;
+
+	if (size <= f->s_cap)
+		return 0;
+	nb = realloc(f->s_buf, size);
+	if (!nb)
+		return -ENOMEM;
+	f->s_buf = nb;
+	f->s_cap = size;
+	return 0;
+}
+
 /* Read size bytes at off into f->s_buf (grown to hold them), which then
  * keeps [off, off + what came); 0 or -errno. */
 static int sftp_read_keep(struct ssh_file *f, off_t off, size_t size)
@@ -1501,14 +1516,8 @@ static int sftp_read_keep(struct ssh_file *f, off_t off, size_t size)
 		.op = SFTP_READ, .f = f, .off = off, .reseek = f->reseek};
 	int rc;
 
-	if (size > f->s_cap) {
-		char *nb = realloc(f->s_buf, size);
-
-		if (!nb)
-			return -ENOMEM;
-		f->s_buf = nb;
-		f->s_cap = size;
-	}
+	if (sftp_keep_room(f, size))
+		return -ENOMEM;
 	k.buf = f->s_buf;
 	k.size = size;
 	f->s_len = 0;
@@ -2029,15 +2038,9 @@ int ssh_sftp_ahead_start(struct ssh_file *f, size_t size)
 	int rc;
 
 	pthread_mutex_lock(&f->lock);
-	if (size > f->s_cap) {
-		char *nb = realloc(f->s_buf, size);
-
-		if (!nb) {
-			pthread_mutex_unlock(&f->lock);
-			return -ENOMEM;
-		}
-		f->s_buf = nb;
-		f->s_cap = size;
+	if (sftp_keep_room(f, size)) {
+		pthread_mutex_unlock(&f->lock);
+		return -ENOMEM;
 	}
 	memset(q, 0, sizeof(*q));
 	q->op = SFTP_READ;
