@@ -64,7 +64,9 @@ struct ssh_conn {
 	LIBSSH2_SFTP *sftp;
 	struct ssh_sftp_state *sftp_state;
 	int sock;
-	bool up, tried, idle_data, broken;
+	/* tcp: sock is the host's TCP connection (not a tunnel's pair);
+	 * corked: a send since the last ssh_push held bytes back. */
+	bool up, tried, idle_data, broken, tcp, corked;
 	char why[SSH_ERR_MAX];
 	char hostkey[SSH_HOSTKEY_MAX]; /* "TYPE BASE64" once verified */
 	int64_t since_ns;
@@ -955,6 +957,41 @@ static LIBSSH2_RECV_FUNC(ssh_recv)
 	return n;
 }
 
+/* A big file's writes (and a command's big input) leave in SSH packets
+ * of up to 32 KiB, one send each. Those sent with MSG_MORE go out in full
+ * segments (64 KiB on loopback), so sshd wakes once for two: a fourth
+ * fewer context switches in all for a big file copied in. What a segment
+ * holds back is pushed after each round (ssh_push), and small packets
+ * (requests, acks, window adjusts) go at once. */
+#define SSH_MORE_MIN 16384
+
+static LIBSSH2_SEND_FUNC(ssh_send)
+{
+	struct ssh_conn *c = *abstract;
+	ssize_t n;
+
+	if (c->tcp && length >= SSH_MORE_MIN) {
+		flags |= MSG_MORE;
+		c->corked = true;
+	}
+	n = send(socket, buffer, length, flags);
+	if (n < 0)
+		return -errno; /* as ssh_recv */
+	return n;
+}
+
+/* Send what MSG_MORE held back: setting TCP_NODELAY, though it is set,
+ * pushes the pending segment (tcp(7)). */
+static void ssh_push(struct ssh_conn *c)
+{
+	int one = 1;
+
+	if (!c->corked)
+		return;
+	c->corked = false;
+	(void)setsockopt(c->sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
 /* Connect (blocking, bounded by connect_timeout_ms at each step). */
 static int ssh_connect(struct ssh_conn *c, char *err, size_t errlen)
 {
@@ -997,6 +1034,8 @@ static int ssh_connect(struct ssh_conn *c, char *err, size_t errlen)
 	 * that would otherwise wait for its timeout. */
 	pthread_mutex_lock(&c->lock);
 	c->sock = fd;
+	c->tcp = c->via == NULL;
+	c->corked = false;
 	rc = c->stop;
 	pthread_mutex_unlock(&c->lock);
 	if (rc) {
@@ -1010,6 +1049,8 @@ static int ssh_connect(struct ssh_conn *c, char *err, size_t errlen)
 	}
 	libssh2_session_callback_set(c->s, LIBSSH2_CALLBACK_RECV,
 				     (void *)ssh_recv);
+	libssh2_session_callback_set(c->s, LIBSSH2_CALLBACK_SEND,
+				     (void *)ssh_send);
 	libssh2_session_set_blocking(c->s, 1);
 	libssh2_session_set_timeout(c->s, c->p.connect_timeout_ms);
 	ssh_prefer_algs(c->s);
@@ -1768,9 +1809,13 @@ static void *ssh_thread(void *arg)
 		}
 		if (c->s) {
 			/* Run until nothing moves, then wait for the socket. */
-			for (int i = 0; i < 1000 && ssh_round(c); i++)
-				if (c->broken)
+			for (int i = 0; i < 1000; i++) {
+				bool moved = ssh_round(c);
+
+				ssh_push(c);
+				if (!moved || c->broken)
 					break;
+			}
 			if (c->broken) {
 				snprintf(err, sizeof(err), "%s",
 					 c->probe.err[0] ? c->probe.err
@@ -1838,6 +1883,8 @@ static void *ssh_thread(void *arg)
 			wait_ns = 10000000; /* more tunnels than slots */
 		if (wait_ns < 0)
 			wait_ns = 0;
+		if (c->s)
+			ssh_push(c); /* anything sent outside the rounds */
 		if (poll(pfd, n, (int)(wait_ns / 1000000) + 1) > 0 && c->s &&
 		    !c->active && !c->tunnels && !c->zombies &&
 		    (pfd[1].revents & POLLIN)) {
