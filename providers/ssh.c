@@ -1883,8 +1883,6 @@ static void *ssh_thread(void *arg)
 			wait_ns = 10000000; /* more tunnels than slots */
 		if (wait_ns < 0)
 			wait_ns = 0;
-		if (c->s)
-			ssh_push(c); /* anything sent outside the rounds */
 		if (poll(pfd, n, (int)(wait_ns / 1000000) + 1) > 0 && c->s &&
 		    !c->active && !c->tunnels && !c->zombies &&
 		    (pfd[1].revents & POLLIN)) {

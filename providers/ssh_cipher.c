@@ -28,6 +28,19 @@
 typedef unsigned char ssh_cipher_v16
 	__attribute__((vector_size(SSH_CIPHER_BLOCK)));
 
+static inline void ssh_cipher_xor_block(unsigned char *out,
+					const unsigned char *in,
+					const unsigned char *ks)
+{
+	ssh_cipher_v16 a;
+	ssh_cipher_v16 b;
+
+	memcpy(&a, in, sizeof(a));
+	memcpy(&b, ks, sizeof(b));
+	a ^= b;
+	memcpy(out, &a, sizeof(a));
+}
+
 /* One direction of one session. */
 struct ssh_cipher_state {
 	EVP_CIPHER_CTX *aes; /* OpenSSL's own AES-CTR, run over zeros */
@@ -148,15 +161,8 @@ __attribute__((noinline)) static int ssh_cipher_run(struct ssh_cipher_state *st,
 		ks = st->stream + st->used;
 		/* A block at a time in one vector register, then eight
 		 * bytes, then one. */
-		for (; i + SSH_CIPHER_BLOCK <= n; i += SSH_CIPHER_BLOCK) {
-			ssh_cipher_v16 a;
-			ssh_cipher_v16 b;
-
-			memcpy(&a, in + i, sizeof(a));
-			memcpy(&b, ks + i, sizeof(b));
-			a ^= b;
-			memcpy(out + i, &a, sizeof(a));
-		}
+		for (; i + SSH_CIPHER_BLOCK <= n; i += SSH_CIPHER_BLOCK)
+			ssh_cipher_xor_block(out + i, in + i, ks + i);
 		for (; i + 8 <= n; i += 8) {
 			uint64_t a;
 			uint64_t b;
@@ -190,13 +196,7 @@ static int ssh_cipher_do(EVP_CIPHER_CTX *ctx, unsigned char *out,
 		return 0;
 	if (len == SSH_CIPHER_BLOCK && st != NULL && st->aes != NULL &&
 	    st->used <= SSH_CIPHER_STREAM - SSH_CIPHER_BLOCK) {
-		ssh_cipher_v16 a;
-		ssh_cipher_v16 b;
-
-		memcpy(&a, in, sizeof(a));
-		memcpy(&b, st->stream + st->used, sizeof(b));
-		a ^= b;
-		memcpy(out, &a, sizeof(a));
+		ssh_cipher_xor_block(out, in, st->stream + st->used);
 		st->used += SSH_CIPHER_BLOCK;
 		st->done += SSH_CIPHER_BLOCK;
 		return SSH_CIPHER_BLOCK;
