@@ -10,6 +10,7 @@
 #include "fs/passthrough.h"
 #include "fs/path.h"
 #include "fs/readme.h"
+#include "fs/readpipe.h"
 #include "fs/watch.h"
 #include "lifecycle/model.h"
 
@@ -1601,12 +1602,36 @@ static int fs_write(const char *path, const char *data, size_t size, off_t off,
  * Reads and writes as buffers libfuse moves itself: a node file with a
  * descriptor on this machine (a local node's) is spliced between the
  * kernel's request and that file, without a copy through the daemon's
- * memory; the rest goes through fs_read and fs_write. A file opened with
- * O_APPEND is written by pwrite (splice refuses it).
+ * memory; the rest goes through fs_read and fs_write. A read's bytes in
+ * memory go to libfuse by a pipe of the thread's (fs/readpipe.c) when they
+ * are enough for libfuse to splice them (two pages, as libfuse counts), so
+ * that they are copied once on their way to the kernel, not twice. A file
+ * opened with O_APPEND is written by pwrite (splice refuses it).
  */
 static int fs_files_fd(const struct fshandle *h)
 {
 	return h->files ? model_files_fd(h->files, h->pfh) : -1;
+}
+
+#define FS_SPLICE_MIN 8192
+
+/* The n bytes at mem (the thread's read buffer) as v's one buffer. */
+static int fs_read_reply(struct fuse_bufvec *v, const char *mem, size_t n)
+{
+	int fd = n >= FS_SPLICE_MIN ? readpipe_fill(n) : -1;
+
+	v->buf[0].size = n;
+	if (fd >= 0) {
+		v->buf[0].flags = FUSE_BUF_IS_FD;
+		v->buf[0].fd = fd;
+		return 0;
+	}
+	/* libfuse frees what it is given in memory: a copy */
+	v->buf[0].mem = malloc(n ? n : 1);
+	if (!v->buf[0].mem)
+		return -ENOMEM;
+	memcpy(v->buf[0].mem, mem, n);
+	return 0;
 }
 
 static int fs_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
@@ -1615,6 +1640,7 @@ static int fs_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
 	struct fshandle *h = (struct fshandle *)(uintptr_t)fi->fh;
 	struct fuse_bufvec *v = malloc(sizeof(*v));
 	int fd = fs_files_fd(h), rc;
+	char *mem;
 
 	if (!v)
 		return -ENOMEM;
@@ -1626,15 +1652,14 @@ static int fs_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
 		*bufp = v;
 		return 0;
 	}
-	v->buf[0].mem = malloc(size ? size : 1);
-	rc = v->buf[0].mem ? fs_read(path, v->buf[0].mem, size, off, fi)
-			   : -ENOMEM;
+	mem = readpipe_buf(size);
+	rc = mem ? fs_read(path, mem, size, off, fi) : -ENOMEM;
+	if (rc >= 0)
+		rc = fs_read_reply(v, mem, (size_t)rc);
 	if (rc < 0) {
-		free(v->buf[0].mem);
 		free(v);
 		return rc;
 	}
-	v->buf[0].size = (size_t)rc;
 	*bufp = v;
 	return 0;
 }
