@@ -18,6 +18,7 @@
 #include <openssl/evp.h>
 #include <openssl/objects.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -187,11 +188,10 @@ __attribute__((noinline)) static int ssh_cipher_run(struct ssh_cipher_state *st,
  * made, -1 on failure (libssh2 1.10 tells failure by it), 0 at the end.
  * libssh2 1.10 asks one block a call, 64 Ki calls a MiB: a block the
  * keystream made so far covers takes this shortest way. */
-static int ssh_cipher_do(EVP_CIPHER_CTX *ctx, unsigned char *out,
-			 const unsigned char *in, size_t len)
+static inline int ssh_cipher_step(struct ssh_cipher_state *st,
+				  unsigned char *out, const unsigned char *in,
+				  size_t len)
 {
-	struct ssh_cipher_state *st = EVP_CIPHER_CTX_get_cipher_data(ctx);
-
 	if (in == NULL)
 		return 0;
 	if (len == SSH_CIPHER_BLOCK && st != NULL && st->aes != NULL &&
@@ -202,6 +202,13 @@ static int ssh_cipher_do(EVP_CIPHER_CTX *ctx, unsigned char *out,
 		return SSH_CIPHER_BLOCK;
 	}
 	return ssh_cipher_run(st, out, in, len);
+}
+
+static int ssh_cipher_do(EVP_CIPHER_CTX *ctx, unsigned char *out,
+			 const unsigned char *in, size_t len)
+{
+	return ssh_cipher_step(EVP_CIPHER_CTX_get_cipher_data(ctx), out, in,
+			       len);
 }
 
 /* EVP_CIPHER_CTX_copy copied the state's bytes: the copy gets an AES
@@ -227,9 +234,15 @@ static int ssh_cipher_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void *ptr)
 	return 1;
 }
 
+/* Bumped as any context of this file's ends: a thread's note of which
+ * state a context has (ssh_cipher_state_of) holds only while it stays. */
+static atomic_uint ssh_cipher_ended;
+
 static int ssh_cipher_cleanup(EVP_CIPHER_CTX *ctx)
 {
 	struct ssh_cipher_state *st = EVP_CIPHER_CTX_get_cipher_data(ctx);
+
+	atomic_fetch_add_explicit(&ssh_cipher_ended, 1, memory_order_release);
 
 	if (st != NULL) {
 		EVP_CIPHER_CTX_free(st->aes);
@@ -302,6 +315,76 @@ const EVP_CIPHER *EVP_aes_192_ctr(void)
 const EVP_CIPHER *EVP_aes_256_ctr(void)
 {
 	return ssh_cipher_get(2);
+}
+
+/* The state of a context of this file's cipher, NULL for any other
+ * context. A connection's thread ciphers with its two contexts (one each
+ * way) call after call: it notes them, and asks libcrypto again only
+ * after any context of this file ended. */
+struct ssh_cipher_seen {
+	const EVP_CIPHER_CTX *ctx;
+	struct ssh_cipher_state *st;
+	unsigned ended;
+};
+
+static _Thread_local struct ssh_cipher_seen ssh_cipher_seen[2];
+static _Thread_local unsigned ssh_cipher_seen_next;
+
+static struct ssh_cipher_state *ssh_cipher_state_of(EVP_CIPHER_CTX *ctx)
+{
+	unsigned ended =
+		atomic_load_explicit(&ssh_cipher_ended, memory_order_acquire);
+	const EVP_CIPHER *c;
+	struct ssh_cipher_seen *n;
+
+	for (int i = 0; i < 2; i++)
+		if (ssh_cipher_seen[i].ctx == ctx &&
+		    ssh_cipher_seen[i].ended == ended)
+			return ssh_cipher_seen[i].st;
+	c = EVP_CIPHER_CTX_get0_cipher(ctx);
+	if (c == NULL)
+		return NULL;
+	for (size_t k = 0; k < SSH_CIPHER_NKINDS; k++) {
+		if (c != ssh_cipher_meths[k])
+			continue;
+		n = &ssh_cipher_seen[ssh_cipher_seen_next++ & 1];
+		n->ctx = ctx;
+		n->st = EVP_CIPHER_CTX_get_cipher_data(ctx);
+		n->ended = ended;
+		return n->st;
+	}
+	return NULL;
+}
+
+static int (*ssh_cipher_libcrypto)(EVP_CIPHER_CTX *, unsigned char *,
+				   const unsigned char *, unsigned int);
+static pthread_once_t ssh_cipher_libcrypto_once = PTHREAD_ONCE_INIT;
+
+static void ssh_cipher_libcrypto_find(void)
+{
+	void *sym = dlsym(RTLD_NEXT, "EVP_Cipher");
+
+	if (sym != NULL)
+		memcpy(&ssh_cipher_libcrypto, &sym,
+		       sizeof(ssh_cipher_libcrypto));
+}
+
+/* libssh2 1.10 calls EVP_Cipher for each block, and OpenSSL's finds this
+ * file's function through the context on every call: this definition,
+ * found before libcrypto's as the EVP_aes_*_ctr above are, goes straight
+ * to it for this file's contexts and hands every other to libcrypto's. */
+int EVP_Cipher(EVP_CIPHER_CTX *ctx, unsigned char *out, const unsigned char *in,
+	       unsigned int inl)
+{
+	struct ssh_cipher_state *st =
+		ctx != NULL ? ssh_cipher_state_of(ctx) : NULL;
+
+	if (st != NULL)
+		return ssh_cipher_step(st, out, in, inl);
+	pthread_once(&ssh_cipher_libcrypto_once, ssh_cipher_libcrypto_find);
+	if (ssh_cipher_libcrypto == NULL)
+		return -1;
+	return ssh_cipher_libcrypto(ctx, out, in, inl);
 }
 
 void ssh_cipher_setup(void)

@@ -182,6 +182,9 @@ int main(void)
 	}
 	/* and so does OpenSSL's own table of names */
 	CHECK(EVP_get_cipherbyname("aes-128-ctr") == EVP_aes_128_ctr());
+	/* libssh2's EVP_Cipher is found here too */
+	CHECK(dlsym(RTLD_DEFAULT, "EVP_Cipher") ==
+	      (void *)(uintptr_t)EVP_Cipher);
 #else
 	CHECK(!ssh_cipher_bulk());
 #endif
@@ -241,6 +244,25 @@ int main(void)
 		CHECK(EVP_EncryptUpdate(ctx, got, &n, plain, LEN) == 1);
 		CHECK(n == LEN && memcmp(got, want, LEN) == 0);
 		EVP_CIPHER_CTX_free(ctx);
+	}
+
+	/* EVP_Cipher hands other ciphers' contexts to libcrypto's, and never
+	 * takes a new context for one of this file's that ended before it
+	 * (malloc gives the same address back) */
+	{
+		EVP_CIPHER *aes = EVP_CIPHER_fetch(NULL, "AES-128-CTR", NULL);
+
+		CHECK(aes != NULL && aes != EVP_aes_128_ctr());
+		CHECK(reference("AES-128-CTR", key, ivs[1]));
+		for (int i = 0; i < 8; i++) {
+			const EVP_CIPHER *c = i % 2 ? aes : EVP_aes_128_ctr();
+
+			memset(got, 0, LEN);
+			CHECK(run(c, key, ivs[1], 1, plain, got, i < 4 ? 16 : 0,
+				  false));
+			CHECK(memcmp(got, want, LEN) == 0);
+		}
+		EVP_CIPHER_free(aes);
 	}
 
 	/* a context with no key yet refuses to cipher */
