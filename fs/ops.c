@@ -1615,10 +1615,13 @@ static int fs_files_fd(const struct fshandle *h)
 
 #define FS_SPLICE_MIN 8192
 
-/* The n bytes at mem (the thread's read buffer) as v's one buffer. */
+/* The n bytes at mem (the thread's read buffer) as v's one buffer. Where
+ * libfuse does not splice, it would read a pipe back into memory: a copy
+ * of the bytes is given instead. */
 static int fs_read_reply(struct fuse_bufvec *v, const char *mem, size_t n)
 {
-	int fd = n >= FS_SPLICE_MIN ? readpipe_fill(n) : -1;
+	int fd = n >= FS_SPLICE_MIN && fs_ctx()->splice_write ? readpipe_fill(n)
+							      : -1;
 
 	v->buf[0].size = n;
 	if (fd >= 0) {
@@ -2105,6 +2108,7 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	 * fs_read_buf); it reads requests with splice already. */
 	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
 		conn->want |= FUSE_CAP_SPLICE_WRITE;
+	fs->splice_write = conn->want & FUSE_CAP_SPLICE_WRITE;
 	cfg->use_ino = 1; /* see fs_ino */
 	/* A file removed while open is renamed by libfuse to a hidden name,
 	 * which keeps it reachable by path (fstat asks by path) until the

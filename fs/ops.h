@@ -19,6 +19,7 @@ struct fsctx {
 	struct timespec mounted;
 	const char *mountpoint; /* absolute */
 	bool singlethread;	/* -s: a handler must not wait for another */
+	bool splice_write;	/* libfuse splices replies (fs_init) */
 };
 
 extern const struct fuse_operations fsops;

@@ -344,6 +344,8 @@ static struct ssh_cipher_state *ssh_cipher_state_of(EVP_CIPHER_CTX *ctx)
 	c = EVP_CIPHER_CTX_get0_cipher(ctx);
 	if (c == NULL)
 		return NULL;
+	/* made before they are compared (another thread may be making them) */
+	pthread_once(&ssh_cipher_once, ssh_cipher_make);
 	for (size_t k = 0; k < SSH_CIPHER_NKINDS; k++) {
 		if (c != ssh_cipher_meths[k])
 			continue;
