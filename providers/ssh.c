@@ -65,8 +65,9 @@ struct ssh_conn {
 	struct ssh_sftp_state *sftp_state;
 	int sock;
 	/* tcp: sock is the host's TCP connection (not a tunnel's pair);
-	 * corked: a send since the last ssh_push held bytes back. */
-	bool up, tried, idle_data, broken, tcp, corked;
+	 * corked: a send since the last ssh_push held bytes back; hold:
+	 * small packets are held back too (ssh_conn_hold). */
+	bool up, tried, idle_data, broken, tcp, corked, hold;
 	char why[SSH_ERR_MAX];
 	char hostkey[SSH_HOSTKEY_MAX]; /* "TYPE BASE64" once verified */
 	int64_t since_ns;
@@ -153,6 +154,16 @@ int ssh_quote(const char *s, char *out, size_t outlen)
 const char *ssh_conn_name(const struct ssh_conn *c)
 {
 	return c->name;
+}
+
+void ssh_conn_drop_channel(struct ssh_conn *c, LIBSSH2_CHANNEL *ch)
+{
+	ssh_zombie_add(c, ch);
+}
+
+void ssh_conn_hold(struct ssh_conn *c, bool on)
+{
+	c->hold = on;
 }
 
 LIBSSH2_SESSION *ssh_conn_session(struct ssh_conn *c)
@@ -970,7 +981,7 @@ static LIBSSH2_SEND_FUNC(ssh_send)
 	struct ssh_conn *c = *abstract;
 	ssize_t n;
 
-	if (c->tcp && length >= SSH_MORE_MIN) {
+	if (c->tcp && (length >= SSH_MORE_MIN || c->hold)) {
 		flags |= MSG_MORE;
 		c->corked = true;
 	}

@@ -58,6 +58,13 @@ void ssh_sftp_state_free(struct ssh_sftp_state *st);
  * say in c's status. NULL when c goes through another node's session or
  * no thread could be made. */
 struct ssh_conn *ssh_conn_bulk(struct ssh_conn *c);
+/* On the connection's thread: close and free a channel of the session
+ * in the background, dropping what it still receives. */
+void ssh_conn_drop_channel(struct ssh_conn *c, LIBSSH2_CHANNEL *ch);
+/* On the connection's thread: while on, small packets wait with the big
+ * ones for the round's push (a request's header sent ahead of its
+ * bytes). */
+void ssh_conn_hold(struct ssh_conn *c, bool on);
 /* Which session a handle belongs to (bumped at every new session). */
 unsigned ssh_conn_generation(struct ssh_conn *c);
 /* The -errno of the session's last error, and its text in r->err. */

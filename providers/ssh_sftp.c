@@ -3,6 +3,7 @@
  * operations and commands share one session without blocking one another. */
 #include "providers/ssh_sftp.h"
 
+#include "providers/ssh_bigwrite.h"
 #include "providers/ssh_priv.h"
 
 #include <errno.h>
@@ -42,6 +43,9 @@ enum sftp_op {
 	SFTP_STATVFS,
 	SFTP_FSTATVFS,
 	SFTP_EXT,
+	SFTP_BIG_OPEN,
+	SFTP_BIG_FSTAT,
+	SFTP_BIG_END,
 };
 
 /* libssh2 keeps one state per kind of SFTP call for the whole SFTP
@@ -178,6 +182,8 @@ static _Atomic uint64_t sftp_commands;
 #define SFTP_STRIPES 4
 
 enum { TW_NONE, TW_OPENING, TW_ON, TW_OFF };
+/* A handle's big writes (see SFTP_BIG_AFTER). */
+enum { BIG_NONE, BIG_OPENING, BIG_ON, BIG_OFF };
 enum { STRIPE_EMPTY, STRIPE_BUSY, STRIPE_FULL };
 
 /* A stripe being read by one of the handles, or read: bytes [off, off +
@@ -239,7 +245,7 @@ struct ssh_file {
 	 * twin's bulk_of is the session of the file it serves. */
 	char *path;
 	unsigned long tw_flags;
-	int tw_state;
+	int tw_state, big_state;
 	struct ssh_file *tw;
 	struct ssh_conn *bulk_of;
 	struct sftp_twin_open *tw_open;
@@ -249,6 +255,10 @@ struct ssh_file {
 	/* ssh_sftp_ahead_start: the read of the file's first bytes in flight
 	 * (a_busy) before anyone else has the file. */
 	struct sftp_req a_req;
+	/* The big writes (see SFTP_BIG_AFTER): their state (big_state, by
+	 * tw_state), channel and handle, and their open while in flight. */
+	struct ssh_bigwrite *big;
+	struct sftp_req big_req;
 };
 
 /* The twin's open, apart from its file: a file closed while it is under
@@ -516,6 +526,31 @@ static int sftp_transfer(struct ssh_conn *c, struct sftp_req *q,
 
 static void sftp_wb_wait(void);
 
+/* Hand the bytes not acked yet to libssh2, or to the big writes: how
+ * many more are acked, -EAGAIN, or -errno. */
+static ssize_t sftp_wb_send(struct ssh_conn *c, struct sftp_req *q,
+			    LIBSSH2_SFTP *sftp, const char *from, size_t len)
+{
+	struct ssh_file *f = q->f;
+	ssize_t n;
+
+	if (f->big_state == BIG_ON) {
+		n = ssh_bigwrite_send(c, &q->r, f->big, from, len, f->w_off,
+				      &q->status);
+		if (n == -EPERM && q->status) {
+			n = sftp_errno(q->status);
+			snprintf(q->r.err, sizeof(q->r.err),
+				 "writing a file on %s: %s", ssh_conn_name(c),
+				 strerror((int)-n));
+		}
+		return n;
+	}
+	n = libssh2_sftp_write(f->h, from, len);
+	if (n == LIBSSH2_ERROR_EAGAIN || n == 0)
+		return -EAGAIN;
+	return n < 0 ? sftp_fail(c, q, sftp, "writing", (long)n) : n;
+}
+
 /* The writer of q->f (see SFTP_WB_MAX): hands libssh2 the buffered bytes
  * again and again (it sends what it has not sent yet and answers how many
  * more were acked), until a drain asks it to stop with nothing left. */
@@ -549,15 +584,15 @@ static int sftp_write_behind(struct ssh_conn *c, struct sftp_req *q,
 		len = f->w_len;
 		f->w_sending = true;
 		pthread_mutex_unlock(&sftp_wb_mu);
-		n = libssh2_sftp_write(f->h, from, len);
+		n = sftp_wb_send(c, q, sftp, from, len);
 		pthread_mutex_lock(&sftp_wb_mu);
 		f->w_sending = false;
 		if (f->w_want)
 			pthread_cond_broadcast(&sftp_wb_cv);
-		if (n == LIBSSH2_ERROR_EAGAIN || n == 0)
+		if (n == -EAGAIN)
 			break;
 		if (n < 0) {
-			rc = sftp_fail(c, q, sftp, "writing", (long)n);
+			rc = (int)n;
 			sftp_wb_fail(f, rc);
 			break;
 		}
@@ -954,11 +989,16 @@ static enum sftp_slot sftp_slot_of(enum sftp_op op)
 	}
 }
 
+/* The requests on an open file's handle (q->f). */
+#define SFTP_ON_FILE                                                           \
+	(1U << SFTP_READ | 1U << SFTP_WRITE | 1U << SFTP_WRITE_BEHIND |        \
+	 1U << SFTP_FSYNC | 1U << SFTP_FSTAT | 1U << SFTP_FSETSTAT |           \
+	 1U << SFTP_CLOSE | 1U << SFTP_FSTATVFS | 1U << SFTP_BIG_OPEN |        \
+	 1U << SFTP_BIG_FSTAT | 1U << SFTP_BIG_END)
+
 static bool sftp_on_file(enum sftp_op op)
 {
-	return op == SFTP_READ || op == SFTP_WRITE || op == SFTP_WRITE_BEHIND ||
-	       op == SFTP_FSYNC || op == SFTP_FSTAT || op == SFTP_FSETSTAT ||
-	       op == SFTP_CLOSE || op == SFTP_FSTATVFS;
+	return (SFTP_ON_FILE >> op) & 1U;
 }
 
 static int sftp_do(struct ssh_conn *c, struct sftp_req *q, LIBSSH2_SFTP *sftp)
@@ -1029,6 +1069,22 @@ static int sftp_do(struct ssh_conn *c, struct sftp_req *q, LIBSSH2_SFTP *sftp)
 	case SFTP_FSTATVFS:
 		rc = libssh2_sftp_fstatvfs(q->f->h, &q->vfs);
 		return rc ? sftp_fail(c, q, sftp, "file system of", rc) : 0;
+	case SFTP_BIG_OPEN:
+		return ssh_bigwrite_open(c, &q->r, q->f->big, &q->status);
+	case SFTP_BIG_FSTAT: {
+		const unsigned char *a;
+		size_t n;
+
+		rc = ssh_bigwrite_fstat(c, &q->r, q->f->big, &a, &n,
+					&q->status);
+		if (rc == 0 && !ext_get_attrs(a, n, &q->attrs))
+			rc = -EIO;
+		return rc;
+	}
+	case SFTP_BIG_END:
+		ssh_bigwrite_free(c, q->f->big);
+		q->f->big = NULL;
+		return 0;
 	default:
 		return -EINVAL;
 	}
@@ -1063,9 +1119,12 @@ static int sftp_step(struct ssh_conn *c, struct ssh_req *r)
 	}
 	if (!sftp_state(c))
 		return -ENOMEM;
+	/* The big writes are not libssh2's: no slot. */
 	if (q->op == SFTP_LIST ? !sftp_take(c, q, SLOT_OPEN) ||
 					 !sftp_take(c, q, SLOT_READDIR)
-			       : !sftp_take(c, q, sftp_slot_of(q->op)))
+	    : q->op == SFTP_WRITE_BEHIND && q->f->big_state == BIG_ON
+		    ? false
+		    : !sftp_take(c, q, sftp_slot_of(q->op)))
 		return -EAGAIN;
 	rc = sftp_do(c, q, sftp);
 	if (rc != -EAGAIN)
@@ -1658,12 +1717,111 @@ static int sftp_wb_put(struct ssh_file *f, const char *buf, size_t size,
 	return 0;
 }
 
+/* Whether two handles' attributes, asked side by side with nothing of
+ * theirs in flight, name the same regular file (SFTP version 3 tells no
+ * inode; a file put in its place since the first open would also have
+ * to match size, time, mode and owner to the second). */
+static bool sftp_attrs_same(const LIBSSH2_SFTP_ATTRIBUTES *a,
+			    const LIBSSH2_SFTP_ATTRIBUTES *b)
+{
+	const unsigned long want =
+		LIBSSH2_SFTP_ATTR_SIZE | LIBSSH2_SFTP_ATTR_UIDGID |
+		LIBSSH2_SFTP_ATTR_PERMISSIONS | LIBSSH2_SFTP_ATTR_ACMODTIME;
+
+	return (a->flags & want) == want && a->flags == b->flags &&
+	       a->filesize == b->filesize && a->uid == b->uid &&
+	       a->gid == b->gid && a->permissions == b->permissions &&
+	       a->mtime == b->mtime && LIBSSH2_SFTP_S_ISREG(a->permissions);
+}
+
+/* --- big writes on a channel of their own (ssh_bigwrite.c) --- */
+
+/* Past this many bytes written through a handle of a file opened to
+ * write only (not to append), or through a twin, the handle's writes go
+ * by a second handle of its own on a channel of its own, in requests as
+ * big as the server takes (256 KiB from OpenSSH): libssh2 1.10 sends
+ * 30,000 bytes a request, each answered, and copies each into a request
+ * of its own before copying it again into its packets. */
+#define SFTP_BIG_AFTER ((uint64_t)4 << 20)
+
+/* The big writes' open, queued on h's session (the file's lock held). */
+static void sftp_big_start(struct ssh_file *h)
+{
+	h->big_state = BIG_OFF;
+	h->big = ssh_bigwrite_new(h->c, h->path);
+	if (!h->big)
+		return;
+	h->big_req = (struct sftp_req){.op = SFTP_BIG_OPEN, .f = h};
+	if (sftp_start(h->c, &h->big_req) != 0) {
+		ssh_bigwrite_free(NULL, h->big);
+		h->big = NULL;
+		return;
+	}
+	h->big_state = BIG_OPENING;
+}
+
+/* End h's big writes, its writer drained (the file's lock held): the
+ * channel is closed in the background, which closes the handle. */
+static void sftp_big_end(struct ssh_file *h)
+{
+	if (h->big_state == BIG_OPENING)
+		(void)sftp_end(h->c, &h->big_req, 0);
+	if (h->big) {
+		struct sftp_req q = {.op = SFTP_BIG_END, .f = h};
+
+		(void)sftp_end(h->c, &q, sftp_start(h->c, &q));
+		/* not done on the session (it dropped): memory only */
+		ssh_bigwrite_free(NULL, h->big);
+		h->big = NULL;
+	}
+	h->big_state = BIG_OFF;
+}
+
+/* Once the big writes' open has ended (the file's lock held): h's
+ * writes go by it when it opened h's file, after h's writes so far have
+ * landed (so that the two show the same size). */
+static void sftp_big_ready(struct ssh_file *h)
+{
+	struct sftp_req a = {.op = SFTP_FSTAT, .f = h},
+			b = {.op = SFTP_BIG_FSTAT, .f = h};
+	int ra, rb;
+
+	if (h->big_state != BIG_OPENING || !ssh_req_done(h->c, &h->big_req.r))
+		return;
+	h->big_state = BIG_OFF;
+	if (sftp_end(h->c, &h->big_req, 0) != 0 || sftp_wb_drain_one(h) != 0) {
+		sftp_big_end(h);
+		return;
+	}
+	ra = sftp_start(h->c, &a);
+	rb = ra ? ra : sftp_start(h->c, &b);
+	ra = sftp_end(h->c, &a, ra);
+	rb = sftp_end(h->c, &b, rb);
+	if (ra || rb || !sftp_attrs_same(&a.attrs, &b.attrs)) {
+		sftp_big_end(h);
+		return;
+	}
+	h->big_state = BIG_ON;
+}
+
+/* A write through h (the file's lock held): the big writes begun once
+ * it has written enough, and taken up once open. */
+static void sftp_big_note(struct ssh_file *h)
+{
+	if (h->big_state == BIG_NONE && h->path &&
+	    (h->bulk_of || h->tw_flags == LIBSSH2_FXF_WRITE) &&
+	    h->w_in >= SFTP_BIG_AFTER)
+		sftp_big_start(h);
+	sftp_big_ready(h);
+}
+
 /* Buffer size bytes at off for handle h's writer (f->lock held). */
 static int sftp_write_one(struct ssh_file *h, const char *buf, size_t size,
 			  off_t off)
 {
 	int rc;
 
+	sftp_big_note(h);
 	pthread_mutex_lock(&sftp_wb_mu);
 	rc = h->w_err;
 	/* elsewhere than where the last write ended, or the writer ended
@@ -1726,6 +1884,7 @@ static void sftp_twin_free(struct ssh_file *tw)
 	pthread_mutex_destroy(&tw->lock);
 	free(tw->w_buf);
 	free(tw->s_buf);
+	free(tw->path);
 	free(tw);
 }
 
@@ -1739,19 +1898,10 @@ static bool sftp_twin_same(struct ssh_file *f, struct ssh_file *tw)
 	struct sftp_req a = {.op = SFTP_FSTAT, .f = f},
 			b = {.op = SFTP_FSTAT, .f = tw};
 	int ra = sftp_start(f->c, &a), rb = sftp_start(tw->c, &b);
-	const unsigned long want =
-		LIBSSH2_SFTP_ATTR_SIZE | LIBSSH2_SFTP_ATTR_UIDGID |
-		LIBSSH2_SFTP_ATTR_PERMISSIONS | LIBSSH2_SFTP_ATTR_ACMODTIME;
 
 	ra = sftp_end(f->c, &a, ra);
 	rb = sftp_end(tw->c, &b, rb);
-	if (ra || rb || (a.attrs.flags & want) != want ||
-	    a.attrs.flags != b.attrs.flags ||
-	    a.attrs.filesize != b.attrs.filesize ||
-	    a.attrs.uid != b.attrs.uid || a.attrs.gid != b.attrs.gid ||
-	    a.attrs.permissions != b.attrs.permissions ||
-	    a.attrs.mtime != b.attrs.mtime ||
-	    !LIBSSH2_SFTP_S_ISREG(a.attrs.permissions))
+	if (ra || rb || !sftp_attrs_same(&a.attrs, &b.attrs))
 		return false;
 	tw->o_size = (off_t)b.attrs.filesize;
 	return true;
@@ -1806,6 +1956,7 @@ static void sftp_twin_ready(struct ssh_file *f)
 	tw->r_at = -1;
 	tw->o_size = -1;
 	tw->bulk_of = f->c;
+	tw->path = strdup(f->path); /* for its big writes; none without */
 	pthread_mutex_init(&tw->lock, NULL);
 	/* f's writes land first, so that the two show the same size. */
 	if (sftp_wb_drain_one(f) != 0 || !sftp_twin_same(f, tw)) {
@@ -1908,6 +2059,7 @@ static int sftp_twin_end(struct ssh_file *f)
 		if (sftp_wb_drain_one(tw) != 0 && tw->w_len)
 			rc = sftp_write_one(f, tw->w_buf + tw->w_head,
 					    tw->w_len, tw->w_off);
+		sftp_big_end(tw);
 		sftp_twin_free(tw);
 	}
 	return rc;
@@ -2208,6 +2360,7 @@ int ssh_sftp_close(struct ssh_file *f)
 	pthread_mutex_lock(&f->lock);
 	wrc = sftp_wb_drain(f);
 	trc = sftp_twin_end(f);
+	sftp_big_end(f);
 	rc = sftp_run(f->c, &q);
 	pthread_mutex_unlock(&f->lock);
 	pthread_mutex_destroy(&f->lock);

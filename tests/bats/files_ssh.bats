@@ -492,6 +492,31 @@ PY
 	[ "$(on_node 'sha256sum <big2')" = "$(sha256sum <"$TESTDIR/ref")" ]
 }
 
+@test "a big file's writes reach the server in requests of 252 KiB, by a handle of its own" {
+	head -c $((64 << 20)) /dev/urandom >"$TESTDIR/big"
+	cp "$TESTDIR/big" big
+	[ "$(on_node 'sha256sum <big')" = "$(sha256sum <"$TESTDIR/big")" ]
+	cmp "$TESTDIR/big" big
+	writes() { # length: the writes of big of that length the server got
+		grep -c "write \"[^\"]*/big\" (handle [0-9]*) off [0-9]* len $1[[:space:]]*$" \
+			"$TESTDIR/sftp.log" || true
+	}
+	# the first MiBs of each handle by libssh2's 30,000 bytes a write,
+	# then the most OpenSSH's server takes (256 KiB less 1 KiB, in
+	# pages) by a second open of the file: most of the bytes
+	[ "$(writes 30000)" -ge 100 ]
+	[ "$(writes 258048)" -ge 128 ]
+	[ "$(grep -c 'open "[^"]*/big" flags WRITE' "$TESTDIR/sftp.log")" -ge 2 ]
+	# a big file that fills the node's file system: the error as its
+	# file system gives it, from the write or the close
+	mkdir small
+	SMALL=$ON_NODE/small
+	on_node "mount -t tmpfs -o size=40m tmpfs small && echo ok" | grep -qx ok
+	fails_with "No space left on device" dd if="$TESTDIR/big" of=small/big bs=1M status=none
+	on_node 'umount small'
+	SMALL=
+}
+
 @test "a big file renamed or put in another's place while written keeps every byte" {
 	python3 - "$TESTDIR/ref" <<'PY'
 import os, sys
