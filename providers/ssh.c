@@ -236,6 +236,27 @@ int ssh_conn_fail(struct ssh_conn *c, struct ssh_req *r, const char *what)
 	return -EIO;
 }
 
+LIBSSH2_CHANNEL *ssh_conn_open_session(struct ssh_conn *c, struct ssh_req *r,
+				       int *rc)
+{
+	LIBSSH2_CHANNEL *ch;
+
+	*rc = -EAGAIN;
+	if (!ssh_conn_open_begin(c, r))
+		return NULL;
+	ch = libssh2_channel_open_session(c->s);
+	if (!ch) {
+		*rc = ssh_conn_fail(c, r, "opening a channel");
+		if (*rc != -EAGAIN)
+			ssh_conn_open_end(c, r);
+		return NULL;
+	}
+	ssh_conn_open_end(c, r);
+	r->progress = true;
+	*rc = 0;
+	return ch;
+}
+
 /* --- connecting --- */
 
 static int ssh_tcp_connect(struct ssh_conn *c, char *err, size_t errlen)
@@ -1453,17 +1474,9 @@ static int ssh_exec_step(struct ssh_conn *c, struct ssh_req *r)
 	}
 	switch (r->state) {
 	case SSH_X_OPEN:
-		if (!ssh_conn_open_begin(c, r))
-			return -EAGAIN;
-		e->ch = libssh2_channel_open_session(c->s);
-		if (!e->ch) {
-			rc = ssh_conn_fail(c, r, "opening a channel");
-			if (rc != -EAGAIN)
-				ssh_conn_open_end(c, r);
+		e->ch = ssh_conn_open_session(c, r, &rc);
+		if (!e->ch)
 			return rc;
-		}
-		ssh_conn_open_end(c, r);
-		r->progress = true;
 		r->state = SSH_X_EXEC;
 		/* fall through */
 	case SSH_X_EXEC:

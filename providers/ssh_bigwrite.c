@@ -3,6 +3,8 @@
  * (libssh2 1.10 sends 30,000 bytes a request), many in flight. */
 #include "providers/ssh_bigwrite.h"
 
+#include "providers/sftp_wire.h"
+
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -13,12 +15,9 @@
 /* SFTP version 3's packets (draft-ietf-secsh-filexfer-02) and OpenSSH's
  * limits@openssh.com. */
 enum {
-	FXP_INIT = 1,
-	FXP_VERSION = 2,
 	FXP_OPEN = 3,
 	FXP_WRITE = 6,
 	FXP_FSTAT = 8,
-	FXP_STATUS = 101,
 	FXP_HANDLE = 102,
 	FXP_ATTRS = 105,
 	FXP_EXTENDED = 200,
@@ -38,23 +37,19 @@ enum {
 #define BW_HANDLE_MAX 256
 
 enum {
-	BW_CHANNEL,
-	BW_STARTUP,
-	BW_INIT,
-	BW_VERSION,
+	BW_WIRE,
 	BW_LIMITS,
-	BW_LIMITS_ANSWER,
 	BW_OPEN,
-	BW_OPEN_ANSWER,
 	BW_READY,
 	BW_BROKEN,
 };
 
 struct ssh_bigwrite {
-	LIBSSH2_CHANNEL *ch;
+	struct sftp_wire w;
 	unsigned gen; /* c's session it belongs to */
 	int phase;
-	bool asking; /* an FSTAT sent, its answer awaited */
+	/* bw_ask's request sent, its answer awaited; an FSTAT begun */
+	bool asking, fstat_begun;
 	uint32_t id; /* the last request's */
 	size_t unit;
 	unsigned char handle[BW_HANDLE_MAX];
@@ -70,25 +65,8 @@ struct ssh_bigwrite {
 	bool cur;
 	unsigned char hdr[4 + 1 + 4 + 4 + BW_HANDLE_MAX + 8 + 4];
 	size_t hdr_len, hdr_off, cur_len, cur_off;
-	/* A small request going out; an answer coming in. */
-	unsigned char out[8192], in[4096];
-	size_t out_len, out_off, in_len;
 	char path[];
 };
-
-static void bw_put32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)(v >> 24);
-	p[1] = (unsigned char)(v >> 16);
-	p[2] = (unsigned char)(v >> 8);
-	p[3] = (unsigned char)v;
-}
-
-static uint32_t bw_get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
 
 struct ssh_bigwrite *ssh_bigwrite_new(struct ssh_conn *c, const char *path)
 {
@@ -109,14 +87,9 @@ void ssh_bigwrite_free(struct ssh_conn *c, struct ssh_bigwrite *b)
 		return;
 	/* Closing the channel ends its sftp-server, which closes the
 	 * handle; one of a session gone went with it. */
-	if (b->ch && c && b->gen == ssh_conn_generation(c))
-		ssh_conn_drop_channel(c, b->ch);
+	if (b->w.ch && c && b->gen == ssh_conn_generation(c))
+		ssh_conn_drop_channel(c, b->w.ch);
 	free(b);
-}
-
-size_t ssh_bigwrite_unit(const struct ssh_bigwrite *b)
-{
-	return b->unit;
 }
 
 static int bw_broken(struct ssh_bigwrite *b, struct ssh_req *r, const char *why)
@@ -126,85 +99,45 @@ static int bw_broken(struct ssh_bigwrite *b, struct ssh_req *r, const char *why)
 	return -EIO;
 }
 
-/* A request of type t with the next id begins in b->out. */
+/* A request of type t with the next id begins in b->w.out. */
 static void bw_begin(struct ssh_bigwrite *b, int t)
 {
-	b->out_len = 9;
-	b->out_off = 0;
-	b->out[4] = (unsigned char)t;
-	bw_put32(b->out + 5, ++b->id);
-}
-
-static bool bw_put_bytes(struct ssh_bigwrite *b, const void *p, size_t n)
-{
-	if (b->out_len + 4 + n > sizeof(b->out))
-		return false;
-	bw_put32(b->out + b->out_len, (uint32_t)n);
-	memcpy(b->out + b->out_len + 4, p, n);
-	b->out_len += 4 + n;
-	return true;
+	b->w.out_len = 9;
+	b->w.out_off = 0;
+	b->w.out[4] = (unsigned char)t;
+	sftp_wire_put32(b->w.out + 5, ++b->id);
 }
 
 static void bw_end(struct ssh_bigwrite *b)
 {
-	bw_put32(b->out, (uint32_t)(b->out_len - 4));
+	sftp_wire_put32(b->w.out, (uint32_t)(b->w.out_len - 4));
 }
 
-/* Write buf to the channel from *off to n: 0 once all is sent. */
-static int bw_flush(struct ssh_conn *c, struct ssh_req *r,
-		    struct ssh_bigwrite *b, const unsigned char *buf, size_t n,
-		    size_t *off)
+/* Send the request in b->w.out, then read its answer into b->w.in: 0
+ * once there. */
+static int bw_ask(struct ssh_conn *c, struct ssh_req *r, struct ssh_bigwrite *b)
 {
-	while (*off < n) {
-		ssize_t k = libssh2_channel_write(
-			b->ch, (const char *)buf + *off, n - *off);
+	int rc;
 
-		/* 0: the channel's window is shut until sshd opens it */
-		if (k == LIBSSH2_ERROR_EAGAIN || k == 0)
-			return -EAGAIN;
-		if (k < 0)
-			return ssh_conn_fail(c, r, "sending SFTP writes");
-		r->progress = true;
-		*off += (size_t)k;
+	if (!b->asking) {
+		rc = sftp_wire_flush(c, r, &b->w);
+		if (rc)
+			return rc;
+		b->asking = true;
+		b->w.in_len = 0;
 	}
-	return 0;
+	rc = sftp_wire_read(c, r, &b->w);
+	if (rc == 0)
+		b->asking = false;
+	return rc;
 }
 
-/* One whole answer into b->in (0 once there). */
-static int bw_read(struct ssh_conn *c, struct ssh_req *r,
-		   struct ssh_bigwrite *b)
-{
-	for (;;) {
-		size_t want = b->in_len < 4 ? 4 : 4 + (size_t)bw_get32(b->in);
-		ssize_t n;
-
-		if (want > sizeof(b->in))
-			return bw_broken(b, r, "an answer too long");
-		if (b->in_len >= 4 && b->in_len == want)
-			return want < 9 ? bw_broken(b, r, "an answer too short")
-					: 0;
-		n = libssh2_channel_read(b->ch, (char *)b->in + b->in_len,
-					 want - b->in_len);
-		if (n == LIBSSH2_ERROR_EAGAIN)
-			return -EAGAIN;
-		if (n < 0)
-			return ssh_conn_fail(c, r, "reading SFTP answers");
-		if (n == 0) {
-			if (libssh2_channel_eof(b->ch))
-				return bw_broken(b, r, "the channel closed");
-			return -EAGAIN;
-		}
-		r->progress = true;
-		b->in_len += (size_t)n;
-	}
-}
-
-/* A refusal in b->in (an SSH_FXP_STATUS other than ok): -EPERM with
+/* A refusal in b->w.in (an SSH_FXP_STATUS other than ok): -EPERM with
  * *status set; 0 for ok. */
 static int bw_refused(struct ssh_bigwrite *b, struct ssh_req *r,
 		      unsigned long *status)
 {
-	*status = bw_get32(b->in + 9);
+	*status = sftp_wire_get32(b->w.in + 9);
 	if (*status == 0)
 		return 0;
 	snprintf(r->err, sizeof(r->err), "SFTP writes of %s: refused (%lu)",
@@ -212,41 +145,21 @@ static int bw_refused(struct ssh_bigwrite *b, struct ssh_req *r,
 	return -EPERM;
 }
 
-/* The answer in b->in, of the request with id `id`: of type t (0), a
+/* The answer in b->w.in, of the request with id `id`: of type t (0), a
  * refusal (-EPERM, *status set), or broken. */
 static int bw_answer(struct ssh_bigwrite *b, struct ssh_req *r, uint32_t id,
 		     int t, unsigned long *status)
 {
-	if (bw_get32(b->in + 5) != id)
+	if (sftp_wire_get32(b->w.in + 5) != id)
 		return bw_broken(b, r, "an answer out of place");
-	if (b->in[4] == t && t != FXP_STATUS)
+	if (b->w.in[4] == t && t != SFTP_WIRE_STATUS)
 		return 0;
-	if (b->in[4] != FXP_STATUS || b->in_len < 13)
+	if (b->w.in[4] != SFTP_WIRE_STATUS || b->w.in_len < 13)
 		return bw_broken(b, r, "an answer of another kind");
 	if (bw_refused(b, r, status))
 		return -EPERM;
-	return t == FXP_STATUS ? 0 : bw_broken(b, r, "\"ok\" for an answer");
-}
-
-/* Whether the server's SSH_FXP_VERSION announces limits@openssh.com. */
-static bool bw_version_has_limits(const struct ssh_bigwrite *b)
-{
-	size_t off = 9, end = b->in_len;
-
-	while (off + 4 <= end) {
-		size_t nl = bw_get32(b->in + off), dl;
-
-		if (nl > end - off - 4 || off + 8 + nl > end)
-			break;
-		dl = bw_get32(b->in + off + 4 + nl);
-		if (dl > end - off - 8 - nl)
-			break;
-		if (nl == 18 &&
-		    memcmp(b->in + off + 4, "limits@openssh.com", nl) == 0)
-			return true;
-		off += 8 + nl + dl;
-	}
-	return false;
+	return t == SFTP_WIRE_STATUS ? 0
+				     : bw_broken(b, r, "\"ok\" for an answer");
 }
 
 /* The write length of limits@openssh.com's answer (u64 packet, read,
@@ -255,9 +168,10 @@ static void bw_take_limits(struct ssh_bigwrite *b)
 {
 	uint64_t w;
 
-	if (b->in[4] != FXP_EXTENDED_REPLY || b->in_len < 9 + 32)
+	if (b->w.in[4] != FXP_EXTENDED_REPLY || b->w.in_len < 9 + 32)
 		return;
-	w = (uint64_t)bw_get32(b->in + 25) << 32 | bw_get32(b->in + 29);
+	w = (uint64_t)sftp_wire_get32(b->w.in + 25) << 32 |
+	    sftp_wire_get32(b->w.in + 29);
 	if (w > BW_UNIT_MAX)
 		w = BW_UNIT_MAX;
 	w &= ~(uint64_t)4095;
@@ -265,16 +179,16 @@ static void bw_take_limits(struct ssh_bigwrite *b)
 		b->unit = (size_t)w;
 }
 
-/* The OPEN of the path for writing into b->out: false when too long. */
+/* The OPEN of the path for writing into b->w.out: false when too long. */
 static bool bw_open_packet(struct ssh_bigwrite *b)
 {
 	bw_begin(b, FXP_OPEN);
-	if (!bw_put_bytes(b, b->path, strlen(b->path)) ||
-	    b->out_len + 8 > sizeof(b->out))
+	if (!sftp_wire_put_str(&b->w, b->path, strlen(b->path)) ||
+	    b->w.out_len + 8 > sizeof(b->w.out))
 		return false;
-	bw_put32(b->out + b->out_len, FXF_WRITE);
-	bw_put32(b->out + b->out_len + 4, 0); /* no attributes */
-	b->out_len += 8;
+	sftp_wire_put32(b->w.out + b->w.out_len, FXF_WRITE);
+	sftp_wire_put32(b->w.out + b->w.out_len + 4, 0); /* no attributes */
+	b->w.out_len += 8;
 	bw_end(b);
 	return true;
 }
@@ -282,12 +196,12 @@ static bool bw_open_packet(struct ssh_bigwrite *b)
 /* After the server's version: the limits asked, or the OPEN. */
 static int bw_after_version(struct ssh_bigwrite *b, struct ssh_req *r)
 {
-	bool limits = bw_version_has_limits(b);
+	bool limits = sftp_wire_has_ext(&b->w, "limits@openssh.com");
 
-	b->in_len = 0;
+	b->w.in_len = 0;
 	if (limits) {
 		bw_begin(b, FXP_EXTENDED);
-		(void)bw_put_bytes(b, "limits@openssh.com", 18);
+		(void)sftp_wire_put_str(&b->w, "limits@openssh.com", 18);
 		bw_end(b);
 		b->phase = BW_LIMITS;
 		return 0;
@@ -296,14 +210,14 @@ static int bw_after_version(struct ssh_bigwrite *b, struct ssh_req *r)
 	return bw_open_packet(b) ? 0 : bw_broken(b, r, "a path too long");
 }
 
-/* The handle in the OPEN's answer (b->in). */
+/* The handle in the OPEN's answer (b->w.in). */
 static int bw_take_handle(struct ssh_bigwrite *b, struct ssh_req *r)
 {
-	size_t hl = b->in_len >= 13 ? bw_get32(b->in + 9) : 0;
+	size_t hl = b->w.in_len >= 13 ? sftp_wire_get32(b->w.in + 9) : 0;
 
-	if (hl == 0 || hl > BW_HANDLE_MAX || 13 + hl > b->in_len)
+	if (hl == 0 || hl > BW_HANDLE_MAX || 13 + hl > b->w.in_len)
 		return bw_broken(b, r, "a handle out of bounds");
-	memcpy(b->handle, b->in + 13, hl);
+	memcpy(b->handle, b->w.in + 13, hl);
 	b->handle_len = hl;
 	b->phase = BW_READY;
 	return 0;
@@ -315,88 +229,34 @@ int ssh_bigwrite_open(struct ssh_conn *c, struct ssh_req *r,
 	int rc;
 
 	*status = 0;
-	switch (b->phase) {
-	case BW_CHANNEL:
-		if (!ssh_conn_open_begin(c, r))
-			return -EAGAIN;
-		b->ch = libssh2_channel_open_session(ssh_conn_session(c));
-		if (!b->ch) {
-			rc = ssh_conn_fail(c, r, "opening a channel");
-			if (rc != -EAGAIN)
-				ssh_conn_open_end(c, r);
-			return rc;
-		}
-		ssh_conn_open_end(c, r);
-		r->progress = true;
-		b->phase = BW_STARTUP;
-		/* fall through */
-	case BW_STARTUP:
-		rc = libssh2_channel_process_startup(b->ch, "subsystem", 9,
-						     "sftp", 4);
-		if (rc == LIBSSH2_ERROR_EAGAIN)
-			return -EAGAIN;
-		if (rc)
-			return bw_broken(b, r, "no SFTP subsystem");
-		r->progress = true;
-		b->out_len = 9;
-		b->out_off = 0;
-		bw_put32(b->out, 5);
-		b->out[4] = FXP_INIT;
-		bw_put32(b->out + 5, 3);
-		b->phase = BW_INIT;
-		/* fall through */
-	case BW_INIT:
-		rc = bw_flush(c, r, b, b->out, b->out_len, &b->out_off);
+	if (b->phase == BW_WIRE) {
+		rc = sftp_wire_open(c, r, &b->w);
 		if (rc)
 			return rc;
-		b->in_len = 0;
-		b->phase = BW_VERSION;
-		/* fall through */
-	case BW_VERSION:
-		rc = bw_read(c, r, b);
-		if (rc)
-			return rc;
-		if (b->in[4] != FXP_VERSION)
-			return bw_broken(b, r, "no version");
 		rc = bw_after_version(b, r);
 		if (rc)
 			return rc;
-		break;
-	default:
-		break;
 	}
 	if (b->phase == BW_LIMITS) {
-		rc = bw_flush(c, r, b, b->out, b->out_len, &b->out_off);
+		rc = bw_ask(c, r, b);
 		if (rc)
 			return rc;
-		b->phase = BW_LIMITS_ANSWER;
-	}
-	if (b->phase == BW_LIMITS_ANSWER) {
-		rc = bw_read(c, r, b);
-		if (rc)
-			return rc;
-		if (bw_get32(b->in + 5) != b->id)
+		if (sftp_wire_get32(b->w.in + 5) != b->id)
 			return bw_broken(b, r, "an answer out of place");
 		bw_take_limits(b); /* a refusal leaves the least */
-		b->in_len = 0;
+		b->w.in_len = 0;
 		b->phase = BW_OPEN;
 		if (!bw_open_packet(b))
 			return bw_broken(b, r, "a path too long");
 	}
 	if (b->phase == BW_OPEN) {
-		rc = bw_flush(c, r, b, b->out, b->out_len, &b->out_off);
-		if (rc)
-			return rc;
-		b->phase = BW_OPEN_ANSWER;
-	}
-	if (b->phase == BW_OPEN_ANSWER) {
-		rc = bw_read(c, r, b);
+		rc = bw_ask(c, r, b);
 		if (rc)
 			return rc;
 		rc = bw_answer(b, r, b->id, FXP_HANDLE, status);
 		if (rc == 0)
 			rc = bw_take_handle(b, r);
-		b->in_len = 0;
+		b->w.in_len = 0;
 		if (rc)
 			return rc;
 	}
@@ -412,24 +272,20 @@ int ssh_bigwrite_fstat(struct ssh_conn *c, struct ssh_req *r,
 	*status = 0;
 	if (b->phase != BW_READY || b->fl_n || b->cur)
 		return bw_broken(b, r, "asked while busy");
-	if (!b->asking) {
+	if (!b->fstat_begun) {
 		bw_begin(b, FXP_FSTAT);
-		(void)bw_put_bytes(b, b->handle, b->handle_len);
+		(void)sftp_wire_put_str(&b->w, b->handle, b->handle_len);
 		bw_end(b);
-		b->in_len = 0;
-		b->asking = true;
+		b->fstat_begun = true;
 	}
-	rc = bw_flush(c, r, b, b->out, b->out_len, &b->out_off);
+	rc = bw_ask(c, r, b);
 	if (rc)
 		return rc;
-	rc = bw_read(c, r, b);
-	if (rc)
-		return rc;
+	b->fstat_begun = false;
 	rc = bw_answer(b, r, b->id, FXP_ATTRS, status);
-	*attrs = b->in + 9; /* stays there until the next answer */
-	*len = b->in_len - 9;
-	b->in_len = 0;
-	b->asking = false;
+	*attrs = b->w.in + 9; /* stays there until the next answer */
+	*len = b->w.in_len - 9;
+	b->w.in_len = 0;
 	return rc;
 }
 
@@ -439,12 +295,13 @@ static int bw_acks(struct ssh_conn *c, struct ssh_req *r,
 		   struct ssh_bigwrite *b, size_t *acked, unsigned long *status)
 {
 	while (b->fl_n && !(b->cur && b->fl_n == 1)) {
-		int rc = bw_read(c, r, b);
+		int rc = sftp_wire_read(c, r, &b->w);
 
 		if (rc)
 			return rc;
-		rc = bw_answer(b, r, b->id - b->fl_n + 1, FXP_STATUS, status);
-		b->in_len = 0;
+		rc = bw_answer(b, r, b->id - b->fl_n + 1, SFTP_WIRE_STATUS,
+			       status);
+		b->w.in_len = 0;
 		if (rc)
 			return rc;
 		*acked += b->flight[b->fl_head];
@@ -462,15 +319,15 @@ static void bw_next(struct ssh_bigwrite *b, size_t len, off_t off)
 	unsigned char *p = b->hdr;
 
 	p[4] = FXP_WRITE;
-	bw_put32(p + 5, ++b->id);
-	bw_put32(p + 9, (uint32_t)b->handle_len);
+	sftp_wire_put32(p + 5, ++b->id);
+	sftp_wire_put32(p + 9, (uint32_t)b->handle_len);
 	memcpy(p + 13, b->handle, b->handle_len);
 	p += 13 + b->handle_len;
-	bw_put32(p, (uint32_t)(at >> 32));
-	bw_put32(p + 4, (uint32_t)at);
-	bw_put32(p + 8, (uint32_t)n);
+	sftp_wire_put32(p, (uint32_t)(at >> 32));
+	sftp_wire_put32(p + 4, (uint32_t)at);
+	sftp_wire_put32(p + 8, (uint32_t)n);
 	b->hdr_len = (size_t)(p + 12 - b->hdr);
-	bw_put32(b->hdr, (uint32_t)(b->hdr_len - 4 + n));
+	sftp_wire_put32(b->hdr, (uint32_t)(b->hdr_len - 4 + n));
 	b->hdr_off = 0;
 	b->cur_len = n;
 	b->cur_off = 0;
@@ -488,7 +345,7 @@ ssize_t ssh_bigwrite_send(struct ssh_conn *c, struct ssh_req *r,
 	int rc = 0;
 
 	*status = 0;
-	if (b->phase != BW_READY)
+	if (b->phase != BW_READY || b->w.broken)
 		return bw_broken(b, r, "not open");
 	if (len < b->sent)
 		return bw_broken(b, r, "bytes in flight taken back");
@@ -506,13 +363,14 @@ ssize_t ssh_bigwrite_send(struct ssh_conn *c, struct ssh_req *r,
 		/* The unit's header, then its bytes (libssh2 sends 32 KiB a
 		 * packet and copies them; they stay in buf until acked). */
 		ssh_conn_hold(c, true);
-		rc = bw_flush(c, r, b, b->hdr, b->hdr_len, &b->hdr_off);
+		rc = sftp_wire_send(c, r, &b->w, b->hdr, b->hdr_len,
+				    &b->hdr_off);
 		ssh_conn_hold(c, false);
 		if (rc == 0)
-			rc = bw_flush(c, r, b,
-				      (const unsigned char *)buf + b->sent -
-					      b->cur_len,
-				      b->cur_len, &b->cur_off);
+			rc = sftp_wire_send(c, r, &b->w,
+					    (const unsigned char *)buf +
+						    b->sent - b->cur_len,
+					    b->cur_len, &b->cur_off);
 		if (rc)
 			break;
 		b->cur = false;

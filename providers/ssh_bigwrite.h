@@ -36,7 +36,5 @@ int ssh_bigwrite_fstat(struct ssh_conn *c, struct ssh_req *r,
 ssize_t ssh_bigwrite_send(struct ssh_conn *c, struct ssh_req *r,
 			  struct ssh_bigwrite *b, const char *buf, size_t len,
 			  off_t off, unsigned long *status);
-/* The bytes a WRITE carries (known once open). */
-size_t ssh_bigwrite_unit(const struct ssh_bigwrite *b);
 
 #endif

@@ -45,6 +45,10 @@ LIBSSH2_SFTP *ssh_conn_sftp(struct ssh_conn *c, struct ssh_req *r, int *rc);
  * once libssh2 answered something other than EAGAIN. */
 bool ssh_conn_open_begin(struct ssh_conn *c, struct ssh_req *r);
 void ssh_conn_open_end(struct ssh_conn *c, const struct ssh_req *r);
+/* A session channel opened in r's turn: NULL with *rc -EAGAIN (call
+ * again) or another -errno (r->err). */
+LIBSSH2_CHANNEL *ssh_conn_open_session(struct ssh_conn *c, struct ssh_req *r,
+				       int *rc);
 /* On the connection's thread: ssh_sftp.c's state of the session (which
  * request holds each of libssh2's one-at-a-time SFTP calls, its own SFTP
  * channel for the extensions libssh2 does not send), NULL until made;

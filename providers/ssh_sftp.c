@@ -3,6 +3,7 @@
  * operations and commands share one session without blocking one another. */
 #include "providers/ssh_sftp.h"
 
+#include "providers/sftp_wire.h"
 #include "providers/ssh_bigwrite.h"
 #include "providers/ssh_priv.h"
 
@@ -73,27 +74,21 @@ enum sftp_slot {
 };
 
 /* The extensions libssh2 1.10 cannot send (hardlink@openssh.com,
- * posix-rename@openssh.com) go on a second SFTP channel of the session,
- * spoken here: SSH_FXP_INIT, then one SSH_FXP_EXTENDED at a time, each
- * answered by an SSH_FXP_STATUS. */
+ * posix-rename@openssh.com) go on a second SFTP channel of the session
+ * (sftp_wire.c), one SSH_FXP_EXTENDED at a time, each answered by an
+ * SSH_FXP_STATUS. */
 enum {
 	EXT_OPEN,
-	EXT_STARTUP,
-	EXT_INIT,
-	EXT_VERSION,
 	EXT_READY,
 	EXT_BROKEN,
 };
-#define SFTP_EXT_BUF 16384
 
 struct ssh_sftp_state {
 	struct ssh_req *slot[SLOTS];
-	LIBSSH2_CHANNEL *ch;
+	struct sftp_wire w;
 	int ext;
 	bool has_hardlink, has_posix_rename, has_lsetstat;
 	uint32_t id;
-	unsigned char out[SFTP_EXT_BUF], in[SFTP_EXT_BUF];
-	size_t out_len, out_off, in_len;
 };
 
 struct sftp_entry {
@@ -619,31 +614,10 @@ static int sftp_write_behind(struct ssh_conn *c, struct sftp_req *q,
 	return rc;
 }
 
-static void put_u32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)(v >> 24);
-	p[1] = (unsigned char)(v >> 16);
-	p[2] = (unsigned char)(v >> 8);
-	p[3] = (unsigned char)v;
-}
-
-static uint32_t get_u32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
-
 /* Append an SSH string to the extension channel's outgoing packet. */
 static bool ext_put_str(struct ssh_sftp_state *st, const char *str)
 {
-	size_t n = strlen(str);
-
-	if (st->out_len + 4 + n > sizeof(st->out))
-		return false;
-	put_u32(st->out + st->out_len, (uint32_t)n);
-	memcpy(st->out + st->out_len + 4, str, n);
-	st->out_len += 4 + n;
-	return true;
+	return sftp_wire_put_str(&st->w, str, strlen(str));
 }
 
 /* Owners and times as SSH_FXP_ATTRS (all lsetstat@openssh.com takes for
@@ -653,23 +627,23 @@ static bool ext_put_attrs(struct ssh_sftp_state *st,
 {
 	unsigned long f = a->flags & (LIBSSH2_SFTP_ATTR_UIDGID |
 				      LIBSSH2_SFTP_ATTR_ACMODTIME);
-	unsigned char *p = st->out + st->out_len;
+	unsigned char *p = st->w.out + st->w.out_len;
 
-	if (st->out_len + 20 > sizeof(st->out))
+	if (st->w.out_len + 20 > sizeof(st->w.out))
 		return false;
-	put_u32(p, (uint32_t)f);
+	sftp_wire_put32(p, (uint32_t)f);
 	p += 4;
 	if (f & LIBSSH2_SFTP_ATTR_UIDGID) {
-		put_u32(p, (uint32_t)a->uid);
-		put_u32(p + 4, (uint32_t)a->gid);
+		sftp_wire_put32(p, (uint32_t)a->uid);
+		sftp_wire_put32(p + 4, (uint32_t)a->gid);
 		p += 8;
 	}
 	if (f & LIBSSH2_SFTP_ATTR_ACMODTIME) {
-		put_u32(p, (uint32_t)a->atime);
-		put_u32(p + 4, (uint32_t)a->mtime);
+		sftp_wire_put32(p, (uint32_t)a->atime);
+		sftp_wire_put32(p + 4, (uint32_t)a->mtime);
 		p += 8;
 	}
-	st->out_len = (size_t)(p - st->out);
+	st->w.out_len = (size_t)(p - st->w.out);
 	return true;
 }
 
@@ -681,135 +655,26 @@ static int ext_broken(struct ssh_sftp_state *st, struct sftp_req *q,
 	return -EIO;
 }
 
-/* Send the outgoing packet (0 once sent). */
-static int ext_flush(struct ssh_conn *c, struct sftp_req *q,
-		     struct ssh_sftp_state *st)
-{
-	while (st->out_off < st->out_len) {
-		ssize_t n = libssh2_channel_write(st->ch,
-						  (char *)st->out + st->out_off,
-						  st->out_len - st->out_off);
-
-		if (n == LIBSSH2_ERROR_EAGAIN)
-			return -EAGAIN;
-		if (n < 0)
-			return ssh_conn_fail(c, &q->r, "sending to SFTP");
-		q->r.progress = true;
-		st->out_off += (size_t)n;
-	}
-	return 0;
-}
-
-/* Read one whole packet into st->in (0 once there). */
-static int ext_read(struct ssh_conn *c, struct sftp_req *q,
-		    struct ssh_sftp_state *st)
-{
-	for (;;) {
-		size_t want = st->in_len < 4 ? 4 : 4 + (size_t)get_u32(st->in);
-		ssize_t n;
-
-		if (want > sizeof(st->in))
-			return ext_broken(st, q, "an answer too long");
-		if (st->in_len >= 4 && st->in_len == want)
-			return 0;
-		n = libssh2_channel_read(st->ch, (char *)st->in + st->in_len,
-					 want - st->in_len);
-		if (n == LIBSSH2_ERROR_EAGAIN)
-			return -EAGAIN;
-		if (n < 0)
-			return ssh_conn_fail(c, &q->r, "reading from SFTP");
-		if (n == 0) {
-			if (libssh2_channel_eof(st->ch))
-				return ext_broken(st, q, "the channel closed");
-			return -EAGAIN;
-		}
-		q->r.progress = true;
-		st->in_len += (size_t)n;
-	}
-}
-
-/* The extensions the server announced in its SSH_FXP_VERSION. */
-static void ext_version(struct ssh_sftp_state *st)
-{
-	size_t off = 9, end = st->in_len;
-
-	while (off + 4 <= end) {
-		size_t nl = get_u32(st->in + off), dl;
-		const unsigned char *name = st->in + off + 4;
-
-		if (nl > end - off - 4 || off + 8 + nl > end)
-			break;
-		dl = get_u32(st->in + off + 4 + nl);
-		if (dl > end - off - 8 - nl)
-			break;
-		if (nl == 20 && memcmp(name, "hardlink@openssh.com", nl) == 0)
-			st->has_hardlink = true;
-		if (nl == 24 &&
-		    memcmp(name, "posix-rename@openssh.com", nl) == 0)
-			st->has_posix_rename = true;
-		if (nl == 20 && memcmp(name, "lsetstat@openssh.com", nl) == 0)
-			st->has_lsetstat = true;
-		off += 8 + nl + dl;
-	}
-}
-
-/* The extension channel up to SSH_FXP_VERSION: 0 when ready. */
+/* The extension channel up to the server's SSH_FXP_VERSION, and the
+ * extensions it announced: 0 when ready. */
 static int ext_start(struct ssh_conn *c, struct sftp_req *q,
 		     struct ssh_sftp_state *st)
 {
 	int rc;
 
-	switch (st->ext) {
-	case EXT_OPEN:
-		if (!ssh_conn_open_begin(c, &q->r))
-			return -EAGAIN;
-		st->ch = libssh2_channel_open_session(ssh_conn_session(c));
-		if (!st->ch) {
-			rc = ssh_conn_fail(c, &q->r, "opening a channel");
-			if (rc != -EAGAIN)
-				ssh_conn_open_end(c, &q->r);
-			return rc;
-		}
-		ssh_conn_open_end(c, &q->r);
-		q->r.progress = true;
-		st->ext = EXT_STARTUP;
-		/* fall through */
-	case EXT_STARTUP:
-		rc = libssh2_channel_process_startup(st->ch, "subsystem", 9,
-						     "sftp", 4);
-		if (rc == LIBSSH2_ERROR_EAGAIN)
-			return -EAGAIN;
-		if (rc)
-			return ext_broken(st, q, "no SFTP subsystem");
-		q->r.progress = true;
-		st->out_len = 9;
-		st->out_off = 0;
-		put_u32(st->out, 5);
-		st->out[4] = 1; /* SSH_FXP_INIT, version 3 */
-		put_u32(st->out + 5, 3);
-		st->ext = EXT_INIT;
-		/* fall through */
-	case EXT_INIT:
-		rc = ext_flush(c, q, st);
-		if (rc)
-			return rc;
-		st->in_len = 0;
-		st->ext = EXT_VERSION;
-		/* fall through */
-	case EXT_VERSION:
-		rc = ext_read(c, q, st);
-		if (rc)
-			return rc;
-		if (st->in_len < 9 || st->in[4] != 2)
-			return ext_broken(st, q, "no version");
-		ext_version(st);
-		st->ext = EXT_READY;
+	if (st->ext == EXT_READY && !st->w.broken)
 		return 0;
-	case EXT_READY:
-		return 0;
-	default:
+	if (st->ext != EXT_OPEN || st->w.broken)
 		return -EOPNOTSUPP;
-	}
+	rc = sftp_wire_open(c, &q->r, &st->w);
+	if (rc)
+		return rc;
+	st->has_hardlink = sftp_wire_has_ext(&st->w, "hardlink@openssh.com");
+	st->has_posix_rename =
+		sftp_wire_has_ext(&st->w, "posix-rename@openssh.com");
+	st->has_lsetstat = sftp_wire_has_ext(&st->w, "lsetstat@openssh.com");
+	st->ext = EXT_READY;
+	return 0;
 }
 
 /* The two u32 at p + *off (n bytes in all) into x and y, *off past them;
@@ -819,8 +684,8 @@ static bool ext_get_two(const unsigned char *p, size_t n, size_t *off,
 {
 	if (n < *off + 8)
 		return false;
-	*x = get_u32(p + *off);
-	*y = get_u32(p + *off + 4);
+	*x = sftp_wire_get32(p + *off);
+	*y = sftp_wire_get32(p + *off + 4);
 	*off += 8;
 	return true;
 }
@@ -835,7 +700,7 @@ static bool ext_get_attrs(const unsigned char *p, size_t n,
 	memset(a, 0, sizeof(*a));
 	if (n < 4)
 		return false;
-	a->flags = get_u32(p);
+	a->flags = sftp_wire_get32(p);
 	if (a->flags & LIBSSH2_SFTP_ATTR_SIZE) {
 		if (!ext_get_two(p, n, &off, &hi, &lo))
 			return false;
@@ -847,26 +712,26 @@ static bool ext_get_attrs(const unsigned char *p, size_t n,
 	if (a->flags & LIBSSH2_SFTP_ATTR_PERMISSIONS) {
 		if (n < off + 4)
 			return false;
-		a->permissions = get_u32(p + off);
+		a->permissions = sftp_wire_get32(p + off);
 		off += 4;
 	}
 	return !(a->flags & LIBSSH2_SFTP_ATTR_ACMODTIME) ||
 	       ext_get_two(p, n, &off, &a->atime, &a->mtime);
 }
 
-/* An SSH_FXP_LSTAT of path after the packet in st->out. */
+/* An SSH_FXP_LSTAT of path after the packet in st->w.out. */
 static bool ext_put_lstat(struct ssh_sftp_state *st, const char *path)
 {
-	size_t at = st->out_len;
+	size_t at = st->w.out_len;
 
-	if (at + 9 > sizeof(st->out))
+	if (at + 9 > sizeof(st->w.out))
 		return false;
-	st->out_len += 9;
-	st->out[at + 4] = 7; /* SSH_FXP_LSTAT */
-	put_u32(st->out + at + 5, ++st->id);
+	st->w.out_len += 9;
+	st->w.out[at + 4] = 7; /* SSH_FXP_LSTAT */
+	sftp_wire_put32(st->w.out + at + 5, ++st->id);
 	if (!ext_put_str(st, path))
 		return false;
-	put_u32(st->out + at, (uint32_t)(st->out_len - at - 4));
+	sftp_wire_put32(st->w.out + at, (uint32_t)(st->w.out_len - at - 4));
 	return true;
 }
 
@@ -891,55 +756,65 @@ static int sftp_ext_step(struct ssh_conn *c, struct sftp_req *q)
 				     ? !st->has_hardlink
 				     : !st->has_posix_rename))
 			return -EOPNOTSUPP;
-		st->out_len = 9;
-		st->out_off = 0;
-		st->out[4] = sym ? 20 : 200; /* SSH_FXP_SYMLINK, _EXTENDED */
-		put_u32(st->out + 5, ++st->id);
+		st->w.out_len = 9;
+		st->w.out_off = 0;
+		st->w.out[4] = sym ? 20 : 200; /* SSH_FXP_SYMLINK, _EXTENDED */
+		sftp_wire_put32(st->w.out + 5, ++st->id);
 		/* OpenSSH takes a link's target first, the reverse of the
 		 * draft. */
-		ok = sym ? ext_put_str(st, q->path2) && ext_put_str(st, q->path)
-		     : lset ? ext_put_str(st, q->ext) &&
-				      ext_put_str(st, q->path) &&
+		ok = sym ? sftp_wire_put_str(&st->w, q->path2,
+					     strlen(q->path2)) &&
+				     sftp_wire_put_str(&st->w, q->path,
+						       strlen(q->path))
+		     : lset ? sftp_wire_put_str(&st->w, q->ext,
+						strlen(q->ext)) &&
+				      sftp_wire_put_str(&st->w, q->path,
+							strlen(q->path)) &&
 				      ext_put_attrs(st, &q->attrs)
-			    : ext_put_str(st, q->ext) &&
-				      ext_put_str(st, q->path) &&
-				      ext_put_str(st, q->path2);
+			    : sftp_wire_put_str(&st->w, q->ext,
+						strlen(q->ext)) &&
+				      sftp_wire_put_str(&st->w, q->path,
+							strlen(q->path)) &&
+				      sftp_wire_put_str(&st->w, q->path2,
+							strlen(q->path2));
 		if (!ok)
 			return -ENAMETOOLONG;
-		put_u32(st->out, (uint32_t)st->out_len - 4);
+		sftp_wire_put32(st->w.out, (uint32_t)st->w.out_len - 4);
 		q->want_after = q->want_after && lset;
 		if (q->want_after && !ext_put_lstat(st, q->path))
 			return -ENAMETOOLONG;
 		q->sub = 1;
 	}
 	if (q->sub == 1) {
-		rc = ext_flush(c, q, st);
+		rc = sftp_wire_flush(c, &q->r, &st->w);
 		if (rc)
 			return rc;
-		st->in_len = 0;
+		st->w.in_len = 0;
 		q->sub = 2;
 	}
 	if (q->sub == 2) {
-		rc = ext_read(c, q, st);
+		rc = sftp_wire_read(c, &q->r, &st->w);
 		if (rc)
 			return rc;
-		if (st->in_len < 17 || st->in[4] != 101 ||
-		    get_u32(st->in + 5) != st->id - (q->want_after ? 1 : 0))
+		if (st->w.in_len < 17 || st->w.in[4] != 101 ||
+		    sftp_wire_get32(st->w.in + 5) !=
+			    st->id - (q->want_after ? 1 : 0))
 			return ext_broken(st, q, "an answer out of place");
-		q->status = get_u32(st->in + 9);
-		st->in_len = 0;
+		q->status = sftp_wire_get32(st->w.in + 9);
+		st->w.in_len = 0;
 		q->sub = 3;
 	}
 	if (q->want_after) { /* the LSTAT's answer: ATTRS or STATUS */
-		rc = ext_read(c, q, st);
+		rc = sftp_wire_read(c, &q->r, &st->w);
 		if (rc)
 			return rc;
-		if (st->in_len < 9 || get_u32(st->in + 5) != st->id ||
-		    (st->in[4] != 105 && st->in[4] != 101))
+		if (st->w.in_len < 9 ||
+		    sftp_wire_get32(st->w.in + 5) != st->id ||
+		    (st->w.in[4] != 105 && st->w.in[4] != 101))
 			return ext_broken(st, q, "an answer out of place");
-		q->got_after =
-			st->in[4] == 105 &&
-			ext_get_attrs(st->in + 9, st->in_len - 9, &q->after);
+		q->got_after = st->w.in[4] == 105 &&
+			       ext_get_attrs(st->w.in + 9, st->w.in_len - 9,
+					     &q->after);
 	}
 	rc = sftp_errno(q->status);
 	if (rc)
